@@ -1,0 +1,94 @@
+"""tito's error hierarchy: every failure names what, where and the fix, and carries its HTTP status.
+
+TitoError
+ ├── ConfigurationError (400)      bad family, role set or kwargs at construction
+ ├── MessageError (400)            a malformed message: which index, which field
+ ├── AppendOnlyError (400)         new messages do not extend the stored ones
+ ├── RoleNotAllowedError (400)     an appended role outside the session's allowed roles
+ ├── TemplateRenderError (400)     the chat template refused the conversation
+ ├── JunctionError (409)           stored ids cannot be extended (e.g. a turn cut by length)
+ └── TokenMismatchError (500)      incremental ids differ from the in-context ids
+
+Only the server turns these into HTTP bodies; this module imports nothing from tito.
+"""
+
+from __future__ import annotations
+
+
+class TitoError(Exception):
+    """Base of every error tito raises on purpose."""
+
+    http_status: int = 500
+
+
+class ConfigurationError(TitoError, ValueError):
+    """A family, role set or kwarg combination that cannot work, found at construction."""
+
+    http_status = 400
+
+
+class MessageError(TitoError, ValueError):
+    """A message that is not a valid OpenAI chat message."""
+
+    http_status = 400
+
+    def __init__(self, index: int, field: str, problem: str) -> None:
+        self.index = index
+        self.field = field
+        self.problem = problem
+        super().__init__(f"message {index}: field {field!r}: {problem}")
+
+
+class AppendOnlyError(TitoError, ValueError):
+    """The new messages rewrite a stored message instead of appending after it."""
+
+    http_status = 400
+
+    def __init__(self, index: int, field: str, expected: object, actual: object, hint: str = "") -> None:
+        self.index = index
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+        message = (
+            f"message {index} differs from the stored conversation in {field!r}: "
+            f"stored {_clip(expected)}, got {_clip(actual)}"
+        )
+        super().__init__(message + (f". {hint}" if hint else ""))
+
+
+class RoleNotAllowedError(TitoError, ValueError):
+    """An appended message whose role the session does not allow."""
+
+    http_status = 400
+
+    def __init__(self, index: int, role: str, allowed: tuple[str, ...]) -> None:
+        self.index = index
+        self.role = role
+        self.allowed = allowed
+        super().__init__(
+            f"message {index} has role {role!r}, which this session does not allow to be appended "
+            f"(allowed append roles: {', '.join(allowed)})"
+        )
+
+
+class TemplateRenderError(TitoError, ValueError):
+    """The chat template raised (raise_exception) or failed on the conversation."""
+
+    http_status = 400
+
+
+class JunctionError(TitoError):
+    """Stored ids do not end the way the family's junction rule needs."""
+
+    http_status = 409
+
+
+class TokenMismatchError(TitoError):
+    """Incremental ids differ from what the tokenizer gives in context: never silently accepted."""
+
+    http_status = 500
+
+
+def _clip(value: object, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,15 @@
+"""Model families: the registry, the Family value and the per-family declarations."""
+
+from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.registry import get_family, list_families, resolve_fixed_chat_template
+
+__all__ = [
+    "VALID_APPEND_ROLES",
+    "Family",
+    "FixedTemplate",
+    "Junction",
+    "ToolArguments",
+    "get_family",
+    "list_families",
+    "resolve_fixed_chat_template",
+]

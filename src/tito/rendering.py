@@ -1,0 +1,92 @@
+"""A sandboxed Jinja environment that renders chat templates exactly as Hugging Face does.
+
+transformers, SGLang and vLLM all render through transformers' environment: trim_blocks and
+lstrip_blocks on, loop controls, a `{% generation %}` tag, `tojson` as plain `json.dumps`
+(no HTML escaping, `ensure_ascii=False`), and the globals `raise_exception` and `strftime_now`.
+Matching it byte for byte is what lets a tito `.jinja` file serve unchanged in those engines;
+tests/test_rendering.py compares both renderers on the official templates.
+
+Imports nothing from tito but errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from tito.errors import TemplateRenderError
+
+Message = dict[str, Any]
+"""An OpenAI-style chat message as plain JSON data."""
+
+
+def _tojson(
+    value: object,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _raise_exception(message: str) -> None:
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def _strftime_now(format: str) -> str:
+    return datetime.now().strftime(format)
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """`{% generation %}...{% endgeneration %}` renders its body, as transformers does outside mask mode."""
+
+    tags = {"generation"}  # noqa: RUF012 - jinja's Extension API declares tags as a class attribute
+
+    def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render_body"), [], [], body).set_lineno(lineno)
+
+    def _render_body(self, caller: Any) -> str:
+        return str(caller())
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[_GenerationTag, jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+@lru_cache(maxsize=64)
+def compile_template(source: str) -> jinja2.Template:
+    """Compile once per distinct template text; compilation never happens on a turn's hot path."""
+    return _environment().from_string(source)
+
+
+def render_template(
+    template: jinja2.Template,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    add_generation_prompt: bool = False,
+    **kwargs: Any,
+) -> str:
+    """Render like `transformers.apply_chat_template(tokenize=False)`; template errors become TemplateRenderError."""
+    try:
+        return template.render(
+            messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **kwargs
+        )
+    except jinja2.exceptions.TemplateError as exc:
+        raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc
