@@ -86,7 +86,11 @@ def render_template(
     """Render like `transformers.apply_chat_template(tokenize=False)`; template errors become TemplateRenderError."""
     try:
         return template.render(
-            messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **kwargs
+            messages=messages,
+            tools=tools,
+            documents=None,
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
         )
     except jinja2.exceptions.TemplateError as exc:
         raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc

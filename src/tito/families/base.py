@@ -24,7 +24,9 @@ VALID_APPEND_ROLES: tuple[str, ...] = ("tool", "user", "system", "assistant")
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 Message = dict[str, Any]
-MessageEncoder = Callable[[Sequence[Mapping[str, Any]], "Sequence[Mapping[str, Any]] | None", bool, Mapping[str, Any]], str]
+MessageEncoder = Callable[
+    [Sequence[Mapping[str, Any]], "Sequence[Mapping[str, Any]] | None", bool, Mapping[str, Any]], str
+]
 """A Python chat encoder (DeepSeek): (messages, tools, add_generation_prompt, kwargs) -> prompt text."""
 
 
@@ -118,6 +120,9 @@ class Family:
     """The text that opens an assistant turn; every appended suffix ends in a generation prompt starting so."""
     output_format: str
     """Name of the completion parser (tito.parsing) for this family's output."""
+    special_tokens: tuple[str, ...] = ()
+    """Every marker the template emits that the tokenizer must keep atomic (one id each). Proxy tokenizers
+    are built from it, and parsers find boundaries by these ids."""
     tool_arguments: ToolArguments = ToolArguments.JSON_TEXT
     thinking_kwarg: str | None = "enable_thinking"
     """The chat-template kwarg that switches thinking on and off, if the family has one."""
@@ -138,8 +143,10 @@ class Family:
             raise ConfigurationError(f"family name {self.name!r} must be an identifier (one spelling everywhere)")
         if self.fixed_template.template is None and self.encoder is None and self.name != "default":
             raise ConfigurationError(f"family {self.name!r} needs a jinja template or a Python encoder")
-        if self.end_of_turn and self.junction is not Junction.STOP_IS_NEXT_OPENER and (
-            self.end_of_turn not in self.stop_tokens
+        if (
+            self.end_of_turn
+            and self.junction is not Junction.STOP_IS_NEXT_OPENER
+            and (self.end_of_turn not in self.stop_tokens)
         ):
             raise ConfigurationError(f"family {self.name!r}: end_of_turn {self.end_of_turn!r} must be a stop token")
 

@@ -10,6 +10,17 @@ from __future__ import annotations
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _QWEN_STOPS = ("<|im_end|>", "<|endoftext|>")
+_QWEN_SPECIALS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+)
 
 _KEEP_REASONING = (
     "reasoning of every assistant is kept (official: only after the last user query), so appending a user "
@@ -28,7 +39,8 @@ QWEN3 = Family(
     end_of_turn="<|im_end|>",
     stop_tokens=_QWEN_STOPS,
     assistant_opener="<|im_start|>assistant\n",
-    output_format="qwen3",
+    output_format="qwen3_json",
+    special_tokens=_QWEN_SPECIALS,
     official_template="qwen3.jinja",
     deviations=(_KEEP_REASONING, _EMPTY_THINK),
 )
@@ -41,7 +53,8 @@ QWENNEXT = Family(
     end_of_turn="<|im_end|>",
     stop_tokens=_QWEN_STOPS,
     assistant_opener="<|im_start|>assistant\n",
-    output_format="qwen3",
+    output_format="qwen3_json",
+    special_tokens=_QWEN_SPECIALS,
     thinking_kwarg=None,
     official_template="qwen3-thinking-2507.jinja",
     deviations=(_KEEP_REASONING, _EMPTY_THINK),
@@ -55,7 +68,8 @@ QWEN35 = Family(
     end_of_turn="<|im_end|>",
     stop_tokens=_QWEN_STOPS,
     assistant_opener="<|im_start|>assistant\n",
-    output_format="qwen35",
+    output_format="qwen3_xml",
+    special_tokens=_QWEN_SPECIALS,
     tool_arguments=ToolArguments.OBJECT,
     official_template="qwen3.5.jinja",
     deviations=(
