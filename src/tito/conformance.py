@@ -286,3 +286,20 @@ def run_matrix(
                         CaseResult(name, cut, roles, thinking, "no_error", False, f"{type(exc).__name__}: {exc}")
                     )
     return results
+
+
+_REAL_VOCABULARIES = {"qwen3": "qwen3", "qwennext": "qwen3", "qwen35": "qwen35", "deepseekv4": "deepseekv4"}
+
+
+def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
+    """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
+    from tito.families.registry import get_family
+    from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
+
+    declared = get_family(family)
+    if declared.name in _REAL_VOCABULARIES:
+        return load_tokenizer(_REAL_VOCABULARIES[declared.name]), f"real {_REAL_VOCABULARIES[declared.name]} tokenizer"
+    if declared.name == "default":
+        raise TitoError("the default family needs --tokenizer DIR: a tokenizer with its own chat_template")
+    markers = tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens]))
+    return build_proxy_tokenizer(markers), "proxy: Qwen3 vocabulary + the family's markers as special tokens"
