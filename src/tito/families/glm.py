@@ -49,10 +49,14 @@ GLM47 = Family(
     ),
     tool_arguments=ToolArguments.OBJECT,
     official_template="glm-4.7.jinja",
+    extra={"stop_after_tool_calls": "<|observation|>"},
     deviations=(
         "reasoning of every assistant is kept unless clear_thinking is true (official: kept only with "
         "clear_thinking=false, otherwise dropped before the last user message), so appending a user turn never "
         "rewrites history; with clear_thinking=true the official behaviour returns",
+        "with thinking on and reasoning kept, an assistant with empty reasoning renders `<think></think>` "
+        "(official: `</think>`), the text it was sampled after the `<think>` generation prompt, so the prompt the "
+        "model saw is a prefix of its rendered turn; with thinking off it stays `</think>`, the thinking-off prompt",
         "null content renders as empty (official: the text `None`, e.g. for an OpenAI tool-call assistant whose "
         "content is null), so a tool-call turn renders as the model sampled it",
         "a text part in a list-valued tool content renders its text (official: the part's Python repr); other "

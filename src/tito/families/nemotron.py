@@ -30,6 +30,9 @@ NEMOTRON3 = Family(
         "reasoning of every assistant is kept unless truncate_history_thinking is true (official default: "
         "dropped before the last user message), so appending a user turn never rewrites history; with "
         "truncate_history_thinking=true the official behaviour returns",
+        "with thinking on and reasoning kept, an assistant with empty reasoning renders `<think>\\n\\n</think>\\n` "
+        "before its content (official: `<think></think>`), which starts with the `<think>\\n` generation prompt it "
+        "was sampled after, so the prompt the model saw is a prefix of its rendered turn",
         "non-string tool-call parameter values render as JSON (`true`, `false`, `null`); official writes "
         "Python's `True`/`False`/`None` (numbers, lists and objects render the same)",
         "with low_effort (Super) every user message carries `{reasoning effort: low}` (official: only the last "
