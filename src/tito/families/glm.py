@@ -10,6 +10,10 @@ The junction drops that one trailing id and the appended render brings the real 
 (Junction.STOP_IS_NEXT_OPENER, `trailing_ids_dropped == 1`); pinned by
 tests/families/test_glm.py::test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled.
 
+All four append roles render as in the official template: a mid-session system message is a `<|system|>` turn,
+and an injected assistant is a whole `<|assistant|>` turn closed, like every GLM turn, by the next opener (here
+the generation prompt's `<|assistant|>`), so appended assistants need no end token GLM does not have.
+
 Evidence: shared/reference/templates/glm-4.7.jinja and glm-5.jinja (renders `<|observation|>` before the first
 of consecutive tool results and nothing after a turn); the published GLM-4 stop ids 151329/151336/151338 are
 `<|endoftext|>`, `<|user|>`, `<|observation|>`.
