@@ -136,19 +136,25 @@ class TitoTokenizer:
 
         With no stored messages this is the whole first prompt. The stored ids themselves are not needed.
         """
-        old = self.normalize(old_messages)
-        new = self.normalize(new_messages)
-        appended = appended_messages(old, new, self.allowed_append_roles, self.matcher)
-        if not old:
-            return list(self.tokenizer.encode(self._render(new, tools, True), add_special_tokens=False))
-        if old[-1]["role"] != "assistant":
+        appended = self.normalize(
+            appended_messages(old_messages, new_messages, self.allowed_append_roles, self.matcher), len(old_messages)
+        )
+        if not old_messages:
+            return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
+        last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
+        if last["role"] != "assistant":
             raise JunctionError(
-                f"the stored conversation must end with the generated assistant message; message {len(old) - 1} "
-                f"has role {old[-1]['role']!r}"
+                f"the stored conversation must end with the generated assistant message; message "
+                f"{len(old_messages) - 1} has role {last['role']!r}"
             )
-        context = [CONTEXT_STUB_USER, old[-1]] if self.family.renders_appended_locally else old
-        context_text = self._render(context, tools, False)
-        full_text = self._render(context + appended, tools, True)
+        if self.family.renders_appended_locally:
+            # Fixed templates render tools only in the opening system block, so the context needs none;
+            # the conformance matrix (which renders with tools) pins that.
+            context, context_tools = [CONTEXT_STUB_USER, last], None
+        else:
+            context, context_tools = self.normalize(old_messages), tools
+        context_text = self._render(context, context_tools, False)
+        full_text = self._render(context + appended, context_tools, True)
         if not full_text.startswith(context_text):
             offset = next(
                 (i for i, (a, b) in enumerate(zip(context_text, full_text, strict=False)) if a != b), len(full_text)
@@ -158,7 +164,7 @@ class TitoTokenizer:
                 f"stored conversation at character {offset}: {context_text[offset : offset + 60]!r} became "
                 f"{full_text[offset : offset + 60]!r}; the template is not append-only for this sequence"
             )
-        return self._appended_ids(context_text, full_text[len(context_text) :], len(old))
+        return self._appended_ids(context_text, full_text[len(context_text) :], len(old_messages))
 
     def _appended_ids(self, context_text: str, suffix_text: str, first_index: int) -> list[int]:
         family = self.family
