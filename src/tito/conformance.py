@@ -257,16 +257,21 @@ def run_matrix(
     family: str,
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
+    allowed_append_roles: Sequence[str] | None = None,
 ) -> list[CaseResult]:
-    """Every check for every cut of every shape, in each thinking mode the family has."""
-    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs)
-    all_shapes = {**shapes(), **role_sequence_shapes(base.family.supported_roles, max_sequence_length)}
+    """Every check for every cut of every shape, in each thinking mode the family has.
+
+    `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
+    session's harness gate would; None checks every role the family supports.
+    """
+    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs, allowed_append_roles)
+    all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
     results: list[CaseResult] = []
     for thinking in thinking_modes(base):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = get_tito_tokenizer(tokenizer, family, kwargs)
+        tt = get_tito_tokenizer(tokenizer, family, kwargs, allowed_append_roles)
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]
