@@ -278,9 +278,9 @@ def run_matrix(
             for cut, next_cut in itertools.pairwise(cuts):
                 old, new = messages[: cut + 1], messages[:next_cut]
                 roles = tuple(m["role"] for m in new[len(old) :])
-                if any(role not in tt.family.supported_roles for role in roles):
+                if any(role not in tt.allowed_append_roles for role in roles):
                     results.append(
-                        CaseResult(name, cut, roles, thinking, "role_supported", True, "skipped: unsupported")
+                        CaseResult(name, cut, roles, thinking, "role_allowed", True, "skipped: role not allowed")
                     )
                     continue
                 try:
