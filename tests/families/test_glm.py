@@ -245,6 +245,8 @@ def appended_message(role: str, index: int) -> Message:
     return {"role": role, "content": content}
 
 
+STUB_CONTEXT: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+"""A constant context: fixed templates render appended messages after it exactly as after the real history."""
 ROLE_SEQUENCES = [seq for n in (1, 2, 3) for seq in itertools.product(FAMILY.supported_roles, repeat=n)]
 
 
@@ -271,15 +273,15 @@ def fixed_renderer(**kwargs: Any) -> Callable[[list[Message], bool], str]:
 @pytest.mark.parametrize("roles", ROLE_SEQUENCES, ids="-".join)
 def test_every_role_sequence_appends_well_formed_after_any_history(roles: tuple[str, ...]) -> None:
     appended = [appended_message(role, i) for i, role in enumerate(roles)]
-    for (name, history), thinking in itertools.product(histories().items(), THINKING_MODES[1:]):
-        render = fixed_renderer(**thinking)
-        assert not list(append_only_failures(render, history, appended)), (name, thinking)
+    for (name, history), kwargs in itertools.product(histories().items(), THINKING_MODES[1:]):
+        render = fixed_renderer(**kwargs)
+        assert not list(append_only_failures(render, history, appended)), (name, kwargs)
         suffix = render(history + appended, True)[len(render(history, False)) :]
         assert suffix.startswith(OPENERS[roles[0]]), "the appended render must bring the real opener"
         assert not suffix.startswith(OPENERS[roles[0]] * 2)
-        context = [{"role": "user", "content": "."}, history[-1]]
-        local = render(context + appended, True)[len(render(context, False)) :]
-        assert local == suffix, "appended messages must render the same whatever came before the last assistant"
+        for context in ([{"role": "user", "content": "."}, history[-1]], STUB_CONTEXT):
+            local = fixed([*context, *appended], None, True, **kwargs)[len(fixed(context, None, False, **kwargs)) :]
+            assert local == suffix, "appended messages must render the same after any assistant, without tools"
 
 
 def test_the_official_template_fails_the_append_only_check_for_a_user_turn() -> None:

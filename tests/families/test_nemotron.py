@@ -280,6 +280,8 @@ def appended_message(role: str, index: int) -> Message:
     return {"role": role, "content": content}
 
 
+STUB_CONTEXT: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+"""A constant context: fixed templates render appended messages after it exactly as after the real history."""
 ROLE_SEQUENCES = [seq for n in (1, 2, 3) for seq in itertools.product(FAMILY.supported_roles, repeat=n)]
 Render = Callable[[list[Message], bool], str]
 
@@ -313,9 +315,9 @@ def test_every_role_sequence_appends_well_formed_after_any_history(roles: tuple[
         assert before.endswith(FAMILY.end_of_turn + FAMILY.junction.trailer)
         suffix = render(history + appended, True)[len(before) :]
         assert suffix.startswith("<|im_start|>")
-        context = [{"role": "user", "content": "."}, history[-1]]
-        local = render(context + appended, True)[len(render(context, False)) :]
-        assert local == suffix, "appended messages must render the same whatever came before the last assistant"
+        for context in ([{"role": "user", "content": "."}, history[-1]], STUB_CONTEXT):
+            local = fixed([*context, *appended], None, True, **kwargs)[len(fixed(context, None, False, **kwargs)) :]
+            assert local == suffix, "appended messages must render the same after any assistant, without tools"
 
 
 @pytest.mark.parametrize(("official_name", "kwargs"), [(NANO, {}), (SUPER, {"low_effort": True})], ids=["nano", "low"])
