@@ -245,6 +245,14 @@ def appended_message(role: str, index: int) -> Message:
     return {"role": role, "content": content}
 
 
+def rendered_turn(message: Message) -> str:
+    """How GLM writes one appended message: a system message is a system turn, an assistant a whole turn."""
+    role, content = message["role"], message["content"]
+    if role == "assistant":
+        return f"<|assistant|><think>{message['reasoning_content']}</think>{content}"
+    return f"<tool_response>{content}</tool_response>" if role == "tool" else f"{OPENERS[role]}{content}"
+
+
 STUB_CONTEXT: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
 """A constant context: fixed templates render appended messages after it exactly as after the real history."""
 ROLE_SEQUENCES = [seq for n in (1, 2, 3) for seq in itertools.product(FAMILY.supported_roles, repeat=n)]
@@ -279,6 +287,7 @@ def test_every_role_sequence_appends_well_formed_after_any_history(roles: tuple[
         suffix = render(history + appended, True)[len(render(history, False)) :]
         assert suffix.startswith(OPENERS[roles[0]]), "the appended render must bring the real opener"
         assert not suffix.startswith(OPENERS[roles[0]] * 2)
+        assert all(rendered_turn(m) in suffix for m in appended), "each appended message is a well-formed turn"
         for context in ([{"role": "user", "content": "."}, history[-1]], STUB_CONTEXT):
             local = fixed([*context, *appended], None, True, **kwargs)[len(fixed(context, None, False, **kwargs)) :]
             assert local == suffix, "appended messages must render the same after any assistant, without tools"

@@ -280,6 +280,17 @@ def appended_message(role: str, index: int) -> Message:
     return {"role": role, "content": content}
 
 
+def rendered_turn(message: Message, low_effort: bool = False) -> str:
+    """How Nemotron writes one appended message: a system message is a system turn, an assistant a whole turn."""
+    role, content = message["role"], message["content"]
+    if role == "assistant":
+        return f"<|im_start|>assistant\n<think>\n{message['reasoning_content']}\n</think>\n{content}<|im_end|>\n"
+    if role == "tool":
+        return f"<tool_response>\n{content}\n</tool_response>\n"
+    note = "\n\n{reasoning effort: low}" if low_effort and role == "user" else ""
+    return f"<|im_start|>{role}\n{content}{note}<|im_end|>\n"
+
+
 STUB_CONTEXT: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
 """A constant context: fixed templates render appended messages after it exactly as after the real history."""
 ROLE_SEQUENCES = [seq for n in (1, 2, 3) for seq in itertools.product(FAMILY.supported_roles, repeat=n)]
@@ -315,6 +326,10 @@ def test_every_role_sequence_appends_well_formed_after_any_history(roles: tuple[
         assert before.endswith(FAMILY.end_of_turn + FAMILY.junction.trailer)
         suffix = render(history + appended, True)[len(before) :]
         assert suffix.startswith("<|im_start|>")
+        low_effort = kwargs.get("low_effort", False)
+        assert all(rendered_turn(m, low_effort) in suffix for m in appended), (
+            "each appended message is a well-formed turn"
+        )
         for context in ([{"role": "user", "content": "."}, history[-1]], STUB_CONTEXT):
             local = fixed([*context, *appended], None, True, **kwargs)[len(fixed(context, None, False, **kwargs)) :]
             assert local == suffix, "appended messages must render the same after any assistant, without tools"
