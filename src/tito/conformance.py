@@ -1,0 +1,305 @@
+"""The conformance matrix behind `tito verify`: conversation shapes x append-role sequences x thinking.
+
+For every cut after a generated assistant it checks, at text level, that the stored render is a byte
+prefix of the next render (Invariant 1), that appended content shows in the suffix and the suffix ends
+with the generation prompt (Invariant 6), that the generation prompt the model saw is a prefix of its
+rendered turn; and at token level that `merge_tokens` equals the ids of the full render and keeps the
+stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
+them: the full render's ids cut right after the sampled stop token.
+
+Imports tito.tokenizer and below.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tito.comparator import compare_token_sequences
+from tito.errors import TitoError
+from tito.families.base import Junction
+from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
+from tito.tokenizer_loading import Tokenizer
+
+Message = dict[str, Any]
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "metric": {"type": "boolean"}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the web.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer"},
+                    "filters": {"type": "object"},
+                },
+                "required": ["query"],
+            },
+        },
+    },
+]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a shape; `generated` marks assistants the engine sampled (cuts happen after them)."""
+
+    message: Message
+    generated: bool = False
+
+
+def _call(call_id: str, name: str, arguments: Any) -> Message:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _assistant(content: str, reasoning: str = "", calls: Sequence[Message] = ()) -> Turn:
+    message: Message = {"role": "assistant", "content": content, "reasoning_content": reasoning}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return Turn(message, generated=True)
+
+
+def _msg(role: str, content: str, **extra: Any) -> Turn:
+    return Turn({"role": role, "content": content, **extra})
+
+
+SYSTEM = _msg("system", "You are a careful assistant.")
+ASK = _msg("user", "What is the weather in Paris, and any news?")
+WEATHER = _call("call_1", "get_weather", {"city": "Paris", "metric": True})
+SEARCH = _call("call_2", "search", {"query": "Paris news", "limit": 3})
+UNICODE_BOOLEAN_CALL = _call("call_1", "get_weather", {"city": "Zürich 東京", "metric": False})
+MODEL_SPELLED_CALL = _call("call_1", "search", '{"query": "Paris", "limit": 2, "filters": {"new": true, "tag": null}}')
+
+
+def shapes() -> dict[str, list[Turn]]:
+    """The conversation shapes every family must pass."""
+    return {
+        "single_tool": [
+            SYSTEM, ASK,
+            _assistant("", "I need the weather tool.", [WEATHER]),
+            _msg("tool", "18 C, cloudy", tool_call_id="call_1"),
+            _assistant("It is 18 C and cloudy in Paris.", "The tool answered."),
+        ],
+        "parallel_tools": [
+            SYSTEM, ASK,
+            _assistant("Let me check both.", "Two tools at once.", [WEATHER, SEARCH]),
+            _msg("tool", "18 C", tool_call_id="call_1"),
+            _msg("tool", "No major news.", tool_call_id="call_2"),
+            _assistant("18 C, and no major news.", "Both answered."),
+        ],
+        "long_chain": [
+            SYSTEM, ASK,
+            *itertools.chain.from_iterable(
+                (
+                    _assistant("", f"Step {i}: search again.", [_call(f"call_{i}", "search", {"query": f"q{i}"})]),
+                    _msg("tool", f"result {i}", tool_call_id=f"call_{i}"),
+                )
+                for i in range(5)
+            ),
+            _assistant("Done after five searches.", "Enough results."),
+        ],
+        "multi_user": [
+            SYSTEM, _msg("user", "Hi!"),
+            _assistant("Hello! How can I help?", "Greet back."),
+            _msg("user", "Tell me a joke."),
+            _assistant("Why did the token cross the junction?", "A short joke."),
+            _msg("user", "Another one."),
+            _assistant("No more jokes.", "Decline politely."),
+        ],
+        "mid_session_system": [
+            SYSTEM, ASK,
+            _assistant("", "Weather first.", [WEATHER]),
+            _msg("tool", "18 C", tool_call_id="call_1"),
+            _msg("system", "Budget: one more tool call."),
+            _assistant("It is 18 C.", "Respect the budget."),
+        ],
+        "injected_assistant_then_user": [
+            SYSTEM, _msg("user", "Summarise our work."),
+            _assistant("We fixed the junction.", "Summarise."),
+            Turn({"role": "assistant", "content": "[Compacted] earlier turns fixed the junction."}),
+            _msg("user", "Continue."),
+            _assistant("Continuing.", "Go on."),
+        ],
+        "user_after_tool": [
+            SYSTEM, ASK,
+            _assistant("", "Weather.", [WEATHER]),
+            _msg("tool", "18 C", tool_call_id="call_1"),
+            _msg("user", "Also in Celsius please."),
+            _assistant("18 C it is.", "Already Celsius."),
+        ],
+        "empty_reasoning": [
+            SYSTEM, _msg("user", "Say hi."),
+            _assistant("Hi.", ""),
+            _msg("user", "Again."),
+            _assistant("Hi again.", ""),
+        ],
+        "unicode_boolean_arguments": [
+            SYSTEM, _msg("user", "Météo à Zürich? 天気は? 🌦️"),
+            _assistant("", "Unicode city, boolean flag.", [UNICODE_BOOLEAN_CALL]),
+            _msg("tool", "12 °C — nuageux", tool_call_id="call_1"),
+            _assistant("12 °C, nuageux. 🌥️", "Réponse en français."),
+        ],
+        "string_arguments": [
+            SYSTEM, ASK,
+            _assistant("", "Model-spelled JSON.", [MODEL_SPELLED_CALL]),
+            _msg("tool", "two results", tool_call_id="call_1"),
+            _assistant("Two results found.", "Done."),
+        ],
+    }  # fmt: skip
+
+
+def role_sequence_shapes(roles: Sequence[str], max_length: int) -> dict[str, list[Turn]]:
+    """After a tool-calling assistant, append every sequence of `roles` up to `max_length`, then generate."""
+    result: dict[str, list[Turn]] = {}
+    appended = {
+        "tool": lambda i: _msg("tool", f"tool result {i}", tool_call_id="call_1"),
+        "user": lambda i: _msg("user", f"user message {i}"),
+        "system": lambda i: _msg("system", f"system note {i}"),
+        "assistant": lambda i: Turn({"role": "assistant", "content": f"injected assistant {i}"}),
+    }
+    for length in range(1, max_length + 1):
+        for sequence in itertools.product(roles, repeat=length):
+            turns = [SYSTEM, ASK, _assistant("", "Call the tool.", [WEATHER])]
+            turns += [appended[role](i) for i, role in enumerate(sequence)]
+            turns.append(_assistant("Final answer.", "Wrap up."))
+            result["roles:" + "-".join(sequence)] = turns
+    return result
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    shape: str
+    cut: int
+    """Index of the generated assistant the stored conversation ends with."""
+    appended_roles: tuple[str, ...]
+    thinking: bool | None
+    check: str
+    passed: bool
+    detail: str = ""
+
+
+def thinking_modes(tt: TitoTokenizer) -> list[bool | None]:
+    return [True, False] if tt.family.thinking_kwarg else [None]
+
+
+def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
+    messages = []
+    for turn in turns:
+        message = dict(turn.message)
+        if thinking is False and turn.generated:
+            message["reasoning_content"] = ""
+        messages.append(message)
+    return messages
+
+
+def _stored_ids(tt: TitoTokenizer, old: list[Message], next_role: str) -> list[int]:
+    """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
+    ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
+    junction = tt.family.junction
+    if junction is Junction.STOP_IS_NEXT_OPENER:
+        stop = tt.family.extra.get("stop_after_tool_calls") if old[-1].get("tool_calls") else None
+        stop = stop or tt.family.end_of_turn
+        return [*ids, *tt.tokenizer.encode(stop, add_special_tokens=False)]
+    trailer_ids = tt.tokenizer.encode(junction.trailer, add_special_tokens=False) if junction.trailer else []
+    return ids[: len(ids) - len(trailer_ids)]
+
+
+def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Iterator[tuple[str, bool, str]]:
+    appended = new[len(old) :]
+    before = tt.render(old, TOOLS)
+    after = tt.render(new, TOOLS, add_generation_prompt=True)
+    yield "append_only_text", after.startswith(before), "" if after.startswith(before) else _first_diff(before, after)
+    suffix = after[len(before) :]
+    missing = [m["role"] for m in appended if m.get("content") and m["content"] not in suffix]
+    yield "appended_content_in_suffix", not missing, f"content of {missing} missing" if missing else ""
+    generation_prompt = after[len(tt.render(new, TOOLS)) :]
+    ok = generation_prompt.startswith(tt.family.assistant_opener) and suffix.endswith(generation_prompt)
+    yield "suffix_ends_with_opener", ok, "" if ok else f"suffix ends with {suffix[-60:]!r}"
+    prompt = tt.render(old[:-1], TOOLS, add_generation_prompt=True)
+    ok = before.startswith(prompt)
+    yield "prompt_prefix_of_turn", ok, "" if ok else _first_diff(prompt, before)
+    stored = _stored_ids(tt, old, appended[0]["role"])
+    expected = tt.tokenizer.encode(after, add_special_tokens=False)
+    merged = tt.merge_tokens(old, new, stored, TOOLS)
+    mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
+    yield "merge_equals_full_render", not mismatches, "; ".join(str(m) for m in mismatches[:2])
+    kept = stored[: len(stored) - tt.family.junction.trailing_ids_dropped]
+    ok = merged[: len(kept)] == kept
+    yield "stored_ids_are_prefix", ok, "" if ok else "stored ids were changed"
+
+
+def _first_diff(before: str, after: str) -> str:
+    offset = next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
+    )
+    return f"differs at char {offset}: {before[offset : offset + 50]!r} vs {after[offset : offset + 50]!r}"
+
+
+def run_matrix(
+    tokenizer: Tokenizer,
+    family: str,
+    chat_template_kwargs: dict[str, Any] | None = None,
+    max_sequence_length: int = 3,
+) -> list[CaseResult]:
+    """Every check for every cut of every shape, in each thinking mode the family has."""
+    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs)
+    all_shapes = {**shapes(), **role_sequence_shapes(base.family.supported_roles, max_sequence_length)}
+    results: list[CaseResult] = []
+    for thinking in thinking_modes(base):
+        kwargs = dict(chat_template_kwargs or {})
+        if thinking is not None and base.family.thinking_kwarg:
+            kwargs[base.family.thinking_kwarg] = thinking
+        tt = get_tito_tokenizer(tokenizer, family, kwargs)
+        for name, turns in all_shapes.items():
+            messages = _messages(turns, thinking)
+            cuts = [i for i, turn in enumerate(turns) if turn.generated]
+            for cut, next_cut in itertools.pairwise(cuts):
+                old, new = messages[: cut + 1], messages[:next_cut]
+                roles = tuple(m["role"] for m in new[len(old) :])
+                if any(role not in tt.family.supported_roles for role in roles):
+                    results.append(
+                        CaseResult(name, cut, roles, thinking, "role_supported", True, "skipped: unsupported")
+                    )
+                    continue
+                try:
+                    for check, passed, detail in _check_cut(tt, old, new):
+                        results.append(CaseResult(name, cut, roles, thinking, check, passed, detail))
+                except TitoError as exc:
+                    results.append(
+                        CaseResult(name, cut, roles, thinking, "no_error", False, f"{type(exc).__name__}: {exc}")
+                    )
+    return results
+
+
+_REAL_VOCABULARIES = {"qwen3": "qwen3", "qwennext": "qwen3", "qwen35": "qwen35", "deepseekv4": "deepseekv4"}
+
+
+def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
+    """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
+    from tito.families.registry import get_family
+    from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
+
+    declared = get_family(family)
+    if declared.name in _REAL_VOCABULARIES:
+        return load_tokenizer(_REAL_VOCABULARIES[declared.name]), f"real {_REAL_VOCABULARIES[declared.name]} tokenizer"
+    if declared.name == "default":
+        raise TitoError("the default family needs --tokenizer DIR: a tokenizer with its own chat_template")
+    markers = tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens]))
+    return build_proxy_tokenizer(markers), "proxy: Qwen3 vocabulary + the family's markers as special tokens"

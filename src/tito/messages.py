@@ -1,0 +1,90 @@
+"""OpenAI chat messages: validate and normalise them for rendering, with errors that name the message.
+
+Normalising never mutates the caller's dicts. Content given as a list of text parts becomes one string;
+tool-call arguments are handed to the template the way the family's format embeds them (JSON text kept
+verbatim, or decoded to an object for XML-parameter formats).
+
+Imports nothing from tito but errors and families.base.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tito.errors import MessageError
+from tito.families.base import ToolArguments
+
+Message = dict[str, Any]
+KNOWN_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _text_content(index: int, content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part_index, part in enumerate(content):
+            if (
+                not isinstance(part, Mapping)
+                or part.get("type", "text") != "text"
+                or not isinstance(part.get("text"), str)
+            ):
+                raise MessageError(
+                    index, f"content[{part_index}]", "only text parts ({'type': 'text', 'text': ...}) are supported"
+                )
+            texts.append(part["text"])
+        return "".join(texts)
+    raise MessageError(
+        index, "content", f"must be a string, a list of text parts or null, not {type(content).__name__}"
+    )
+
+
+def _tool_call(index: int, call_index: int, call: Any, arguments_style: ToolArguments) -> Message:
+    where = f"tool_calls[{call_index}]"
+    if not isinstance(call, Mapping):
+        raise MessageError(index, where, "must be an object with a 'function'")
+    function = call.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
+        raise MessageError(index, f"{where}.function.name", "must be a non-empty string")
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str) and arguments_style is ToolArguments.OBJECT:
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise MessageError(index, f"{where}.function.arguments", f"is not valid JSON: {exc}") from exc
+    if arguments_style is ToolArguments.OBJECT and not isinstance(arguments, Mapping):
+        raise MessageError(index, f"{where}.function.arguments", "must be a JSON object for this family's format")
+    if not isinstance(arguments, str | Mapping):
+        raise MessageError(index, f"{where}.function.arguments", "must be a JSON string or an object")
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
+def normalize_message(index: int, message: Any, arguments_style: ToolArguments) -> Message:
+    """One message, validated, in the shape fixed templates expect."""
+    if not isinstance(message, Mapping):
+        raise MessageError(index, "message", f"must be an object, not {type(message).__name__}")
+    role = message.get("role")
+    if role not in KNOWN_ROLES:
+        raise MessageError(index, "role", f"{role!r} is not one of {', '.join(KNOWN_ROLES)}")
+    normalized: Message = dict(message)
+    normalized["content"] = _text_content(index, message.get("content"))
+    reasoning = message.get("reasoning_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise MessageError(index, "reasoning_content", "must be a string or null")
+    tool_calls = message.get("tool_calls")
+    if tool_calls:
+        if role != "assistant":
+            raise MessageError(index, "tool_calls", f"only assistant messages carry tool calls, not {role!r}")
+        if not isinstance(tool_calls, list):
+            raise MessageError(index, "tool_calls", "must be a list")
+        normalized["tool_calls"] = [_tool_call(index, i, call, arguments_style) for i, call in enumerate(tool_calls)]
+    return normalized
+
+
+def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, first_index: int = 0) -> list[Message]:
+    """Validate and normalise; `first_index` keeps error indices relative to the whole conversation."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise MessageError(first_index, "messages", "must be a list of message objects")
+    return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
