@@ -26,6 +26,8 @@ _MINIMAX_DEVIATIONS = (
     "mid-session system message can be appended and its text reaches the model",
     "a tool result after an assistant without tool calls renders (official raises), so a tool result may follow "
     "an injected assistant; a tool result with null content renders an empty response (official raises)",
+    "an assistant with empty reasoning still renders `<think>\\n\\n</think>\\n\\n` (official: no block), because every "
+    "generated turn starts inside the generation prompt's `<think>\\n`, so the prompt stays a prefix of the turn",
     "null content renders as empty (official: the text `None`, e.g. in every assistant that only calls tools), "
     "which is what the model sampled",
 )
