@@ -11,11 +11,11 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import reference_path
 from tito.conformance import TOOLS, shapes
 from tito.families import get_family
 from tito.messages import normalize_messages
@@ -24,7 +24,6 @@ from tito.tokenizer import CONTEXT_STUB_USER, get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
 
 KIMI_FAMILIES = ["kimi25", "kimi26"]
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference"
 THINKING_MODES: list[dict[str, Any]] = [{}, {"thinking": True}, {"thinking": False}]
 TOOL_LOOPS = ["single_tool", "parallel_tools", "long_chain", "unicode_boolean_arguments", "string_arguments"]
 Message = dict[str, Any]
@@ -32,10 +31,7 @@ Render = Callable[..., str]
 
 
 def official_source(family: str) -> str:
-    path = REFERENCE / "templates" / str(get_family(family).official_template)
-    if not path.is_file():
-        pytest.skip(f"reference data absent: {path} (the official templates live in ../shared beside the checkout)")
-    return path.read_text(encoding="utf-8")
+    return reference_path("templates", str(get_family(family).official_template)).read_text(encoding="utf-8")
 
 
 def renderer(source: str, family: str, **pinned: Any) -> Render:
@@ -284,3 +280,15 @@ def test_merge_tokens_equals_the_ids_of_the_full_render(family: str, sequence: t
         assert stored == ids, "PLAIN junction: nothing follows <|im_end|> in the render"
         expected = tokenizer.encode(tt.render(history + appended, TOOLS, True), add_special_tokens=False)
         assert tt.merge_tokens(history, history + appended, stored, TOOLS) == expected, (name, thinking)
+
+
+@pytest.mark.parametrize("family", KIMI_FAMILIES)
+def test_fixed_template_renders_identically_in_transformers(family: str) -> None:
+    """Engines (SGLang, vLLM) render the .jinja through transformers: it must give the same bytes."""
+    chat_template_utils = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers absent")
+    source = get_family(family).fixed_template.source()
+    hf = chat_template_utils._compile_jinja_template(source)
+    kwargs = dict(get_family(family).fixed_template.extra_kwargs)
+    for messages, generation in itertools.product(broader_corpus(), (False, True)):
+        expected = hf.render(messages=messages, tools=TOOLS, documents=None, add_generation_prompt=generation, **kwargs)
+        assert render_template(compile_template(source), messages, TOOLS, generation, **kwargs) == expected

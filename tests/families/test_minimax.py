@@ -11,11 +11,11 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import reference_path
 from tito.conformance import TOOLS, shapes
 from tito.errors import TemplateRenderError
 from tito.families import get_family
@@ -25,17 +25,13 @@ from tito.tokenizer import CONTEXT_STUB_USER, get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
 
 MINIMAX_FAMILIES = ["minimax_m25", "minimax_m27"]
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference"
 TOOL_LOOPS = ["single_tool", "parallel_tools", "long_chain", "unicode_boolean_arguments", "string_arguments"]
 Message = dict[str, Any]
 Render = Callable[..., str]
 
 
 def official_source(family: str) -> str:
-    path = REFERENCE / "templates" / str(get_family(family).official_template)
-    if not path.is_file():
-        pytest.skip(f"reference data absent: {path} (the official templates live in ../shared beside the checkout)")
-    return path.read_text(encoding="utf-8")
+    return reference_path("templates", str(get_family(family).official_template)).read_text(encoding="utf-8")
 
 
 def renderer(source: str, family: str, **pinned: Any) -> Render:
@@ -107,7 +103,8 @@ def test_flipped_kwarg_renders_the_official_template(family: str) -> None:
     assert_same_renders(fixed(family, clear_thinking=True), official(family), corpus)
     ours = compile_template(get_family(family).fixed_template.source())
     theirs = compile_template(official_source(family))
-    for messages, generation in itertools.product(raw_corpus(), (False, True)):
+    shaped = [normalize_messages(messages_of(shape), get_family(family).tool_arguments) for shape in shapes()]
+    for messages, generation in itertools.product([*shaped, *raw_corpus()], (False, True)):
         expected = render_template(theirs, messages, TOOLS, generation, model_identity="I am M.")
         assert render_template(ours, messages, TOOLS, generation, clear_thinking=True, model_identity="I am M.") == (
             expected
@@ -301,3 +298,16 @@ def test_templates_differ_only_in_the_identity_line() -> None:
     """M2.7 is M2.5 with its own default identity, as the official templates are."""
     m25, m27 = (get_family(name).fixed_template.source() for name in MINIMAX_FAMILIES)
     assert m25.replace("MiniMax-M2.5", "MiniMax-M2.7") == m27
+
+
+@pytest.mark.parametrize("family", MINIMAX_FAMILIES)
+def test_fixed_template_renders_identically_in_transformers(family: str) -> None:
+    """Engines (SGLang, vLLM) render the .jinja through transformers: it must give the same bytes."""
+    chat_template_utils = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers absent")
+    source = get_family(family).fixed_template.source()
+    hf = chat_template_utils._compile_jinja_template(source)
+    kwargs = dict(get_family(family).fixed_template.extra_kwargs)
+    shaped = [normalize_messages(messages_of(shape), get_family(family).tool_arguments) for shape in shapes()]
+    for messages, generation in itertools.product([*shaped, *raw_corpus()], (False, True)):
+        expected = hf.render(messages=messages, tools=TOOLS, documents=None, add_generation_prompt=generation, **kwargs)
+        assert render_template(compile_template(source), messages, TOOLS, generation, **kwargs) == expected
