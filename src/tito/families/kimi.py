@@ -36,8 +36,8 @@ _KIMI_SPECIALS = (
     "<|media_content|>",
     "<|media_pad|>",
     "<|media_end|>",
-    "<|kimi_k25_video_placeholder|>",
 )
+"""`<|kimi_k25_video_placeholder|>` is not here: the multimodal processor replaces it before tokenization."""
 _NULL_REASONING = (
     "a null reasoning renders as empty (official: the text `None`), which no model ever sampled after `<think>`"
 )
