@@ -20,7 +20,7 @@ from tito.conformance import TOOLS, shapes
 from tito.families import get_family
 from tito.messages import normalize_messages
 from tito.rendering import compile_template, render_template
-from tito.tokenizer import CONTEXT_STUB_USER, get_tito_tokenizer
+from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
 
 KIMI_FAMILIES = ["kimi25", "kimi26"]
@@ -239,11 +239,12 @@ def test_every_append_sequence_extends_the_render_with_well_formed_turns(family:
     appended = [appended_message(role, i) for i, role in enumerate(sequence)]
     for (name, history), thinking in itertools.product(histories().items(), THINKING_MODES):
         assert not append_only_failures(render, family, history, appended, thinking), (name, thinking)
-        # tito renders appended messages after a one-turn context: the suffix must not depend on older turns.
-        local = [CONTEXT_STUB_USER, history[-1]]
-        full_suffix = render(history + appended, TOOLS, True, **thinking)[len(render(history, TOOLS, **thinking)) :]
-        local_suffix = render(local + appended, TOOLS, True, **thinking)[len(render(local, TOOLS, **thinking)) :]
-        assert full_suffix == local_suffix, (name, thinking)
+        # tito renders appended messages after a stub context (Family.context): the suffix must not depend on
+        # anything before it, not even on the stored assistant.
+        for context in ([CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT], [CONTEXT_STUB_USER, history[-1]]):
+            suffix = render(context + appended, TOOLS, True, **thinking)[len(render(context, TOOLS, **thinking)) :]
+            full = render(history + appended, TOOLS, True, **thinking)[len(render(history, TOOLS, **thinking)) :]
+            assert suffix == full, (name, thinking, context[-1])
 
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)

@@ -21,7 +21,7 @@ from tito.errors import TemplateRenderError
 from tito.families import get_family
 from tito.messages import normalize_messages
 from tito.rendering import compile_template, render_template
-from tito.tokenizer import CONTEXT_STUB_USER, get_tito_tokenizer
+from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
 
 MINIMAX_FAMILIES = ["minimax_m25", "minimax_m27"]
@@ -248,10 +248,11 @@ def test_every_append_sequence_extends_the_render_with_well_formed_turns(family:
     appended = [appended_message(role, i) for i, role in enumerate(sequence)]
     for name, history in histories().items():
         assert not append_only_failures(render, family, history, appended), name
-        # tito renders appended messages after a one-turn context: the suffix must not depend on older turns.
-        local = [CONTEXT_STUB_USER, history[-1]]
+        # tito renders appended messages after a stub context (Family.context): the suffix must not depend on
+        # anything before it, not even on the stored assistant.
         full_suffix = render(history + appended, TOOLS, True)[len(render(history, TOOLS)) :]
-        assert full_suffix == render(local + appended, TOOLS, True)[len(render(local, TOOLS)) :], name
+        for context in ([CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT], [CONTEXT_STUB_USER, history[-1]]):
+            assert full_suffix == render(context + appended, TOOLS, True)[len(render(context, TOOLS)) :], name
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
