@@ -227,6 +227,20 @@ def test_arguments_as_json_text_are_decoded_before_rendering() -> None:
     )
 
 
+def test_transformers_renders_the_fixed_template_identically() -> None:
+    """Engines render the shipped .jinja through transformers: it must give the bytes tito gives."""
+    hf = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers not installed")
+    template = hf._compile_jinja_template(FAMILY.fixed_template.source())
+    loop = canonical_loop()
+    for end, tools, generation in itertools.product(range(1, len(loop) + 1), (None, TOOLS), (False, True)):
+        messages = normalize_messages(loop[:end], FAMILY.tool_arguments)
+        for kwargs in ({**PINNED}, {**PINNED, "enable_thinking": False}):
+            expected = template.render(
+                messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **kwargs
+            )
+            assert render_template(FIXED, messages, tools, generation, **kwargs) == expected
+
+
 # ---- append-only rendering -----------------------------------------------------------------------------------
 
 

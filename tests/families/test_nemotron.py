@@ -262,6 +262,20 @@ def test_low_effort_marks_every_user_message_so_appending_a_user_moves_nothing()
     assert render_template(official(SUPER), conversation, low_effort=True).count(note) == 1
 
 
+def test_transformers_renders_the_fixed_template_identically() -> None:
+    """Engines render the shipped .jinja through transformers: it must give the bytes tito gives."""
+    hf = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers not installed")
+    template = hf._compile_jinja_template(FAMILY.fixed_template.source())
+    loop = canonical_loop()
+    for end, tools, generation in itertools.product(range(1, len(loop) + 1), (None, TOOLS), (False, True)):
+        messages = normalize_messages(loop[:end], FAMILY.tool_arguments)
+        for kwargs in ({**PINNED}, {**PINNED, "enable_thinking": False}):
+            expected = template.render(
+                messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **kwargs
+            )
+            assert render_template(FIXED, messages, tools, generation, **kwargs) == expected
+
+
 # ---- append-only rendering -----------------------------------------------------------------------------------
 
 
