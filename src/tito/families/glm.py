@@ -32,6 +32,7 @@ GLM47 = Family(
     stop_tokens=("<|user|>", "<|observation|>", "<|endoftext|>"),
     assistant_opener="<|assistant|>",
     output_format="glm47",
+    turn_openers=("<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"),
     special_tokens=(
         "[gMASK]",
         "<sop>",
