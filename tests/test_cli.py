@@ -1,0 +1,65 @@
+"""The command line: choices from the registry, exit codes, results on stdout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tito.cli import main
+from tito.families import VALID_APPEND_ROLES, list_families
+
+
+def test_verify_passes_and_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--family", "qwen3", "--max-sequence-length", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "multi_user" in out and " 0 failed" in out
+
+
+def test_verify_on_the_default_family_claims_no_role_the_official_qwen3_template_rewrites(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.conftest import reference_path
+
+    directory = reference_path("tokenizers", "qwen3")
+    assert main(["verify", "--family", "default", "--tokenizer", str(directory)]) == 0
+    out = capsys.readouterr().out
+    assert "probe user     : after a chat history appending it rewrites the earlier render" in out
+    assert "0 passed, 0 failed" in out
+
+
+def test_render_prints_text_and_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "Hi"}]))
+    assert main(["render", "--tito-model", "qwen3", str(conversation), "--add-generation-prompt", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["text"].endswith("<|im_start|>assistant\n") and result["ids"][-1] == 198
+
+
+def test_unknown_family_is_a_usage_error_listing_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify", "--family", "nope"])
+    assert exit_info.value.code == 2
+
+
+def test_bad_input_exits_1_with_the_error_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps([{"role": "wizard", "content": "Hi"}]))
+    assert main(["render", "--family", "qwen3", str(conversation)]) == 1
+    assert "MessageError: message 0: field 'role'" in capsys.readouterr().err
+
+
+def test_help_lists_every_family() -> None:
+    from tito.cli import build_parser
+
+    help_text = build_parser()._subparsers._group_actions[0].choices["verify"].format_help()  # type: ignore[union-attr]
+    assert all(name in help_text for name in list_families())
+    assert all(role in help_text for role in VALID_APPEND_ROLES)
+
+
+def test_verify_with_allowed_roles_checks_only_those_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--family", "qwen3", "--allowed-append-roles", "tool", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["failed"] == []
+    with pytest.raises(SystemExit):
+        main(["verify", "--family", "qwen3", "--allowed-append-roles", "developer"])
