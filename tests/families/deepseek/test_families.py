@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from tito.conformance import CaseResult, run_matrix
 from tito.errors import ConfigurationError
-from tito.families.base import Family
-from tito.families.deepseek import DEEPSEEKV32, FAMILIES
+from tito.families.base import Family, RenderContext
+from tito.families.deepseek import DEEPSEEKV4, DEEPSEEKV32, FAMILIES
 from tito.families.deepseek.common import ASSISTANT, EOS, SPECIAL_TOKENS, THINK_END, THINK_START
 from tito.families.registry import get_family, resolve_fixed_chat_template
-from tito.tokenizer import CONTEXT_STUB_USER, get_tito_tokenizer
+from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
 from tito.tokenizer_loading import Tokenizer, build_proxy_tokenizer, load_tokenizer
 
 from .conversations import DROP, KEEP, appended_messages, assistant, histories, tool_lists
@@ -90,24 +90,49 @@ def test_appending_any_role_sequence_extends_the_render(
     assert next_turn.startswith(after)
 
 
+def _context(family: Family, last: Message) -> list[Message]:
+    """What tito's core renders appended messages after, for this family (Family.context)."""
+    if family.context is RenderContext.STUB:
+        return [CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT]
+    assert family.context is RenderContext.LAST_MESSAGE
+    return [CONTEXT_STUB_USER, last]
+
+
 @families
 @PROPERTY
 @given(data=st.data(), tools=tool_lists, thinking=st.booleans())
-def test_suffix_after_one_turn_context_equals_full_render(
+def test_suffix_after_the_declared_context_equals_full_render(
     family: Family, data: st.DataObject, tools: Any, thinking: bool
 ) -> None:
-    """The core renders appended messages after [stub user, last assistant]: per-turn cost independent of the
-    history. The text after the context must be the text after the whole history, byte for byte."""
+    """The core renders appended messages after a short context (no tools: they live in the opening system
+    block), so a turn's cost does not grow with the history. The text after the context must be the text after
+    the whole history, byte for byte."""
     kwargs = {**KEEP, "thinking": thinking}
     old = data.draw(histories())
     new = data.draw(appended_messages(old[-1], thinking))
     full_before = _render(family, old, tools, False, kwargs)
     full_suffix = _render(family, old + new, tools, True, kwargs)[len(full_before) :]
-    context = [CONTEXT_STUB_USER, old[-1]]
-    context_text = _render(family, context, tools, False, kwargs)
-    local = _render(family, context + new, tools, True, kwargs)
+    context = _context(family, old[-1])
+    context_text = _render(family, context, None, False, kwargs)
+    local = _render(family, context + new, None, True, kwargs)
     assert local.startswith(context_text) and context_text.endswith(EOS) and full_before.endswith(EOS)
     assert local[len(context_text) :] == full_suffix
+
+
+def test_v4_needs_the_last_assistant_because_its_calls_order_the_results() -> None:
+    """Why deepseekv4 declares RenderContext.LAST_MESSAGE: after a stub assistant, results stay in message order."""
+    calls = [{"id": i, "type": "function", "function": {"name": "f", "arguments": {}}} for i in ("a", "b")]
+    old = [{"role": "user", "content": "q"}, assistant("", "r", calls)]
+    new = [{"role": "tool", "tool_call_id": i, "content": i.upper()} for i in ("b", "a")]
+    kwargs = {**KEEP, "thinking": True}
+
+    def suffix(context: list[Message]) -> str:
+        return _render(DEEPSEEKV4, context + new, None, True, kwargs)[
+            len(_render(DEEPSEEKV4, context, None, False, kwargs)) :
+        ]
+
+    assert suffix(_context(DEEPSEEKV4, old[-1])) == suffix(old)
+    assert suffix([CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT]) != suffix(old)
 
 
 @families

@@ -3,15 +3,16 @@
 Boundary fact (both): the model stops at `<｜end▁of▁sentence｜>` and the encoders write nothing after
 it before the next message (Junction.PLAIN); tool results, a user, a system note or an injected
 assistant all start right after it. Pinned `drop_thinking=False` keeps every assistant's reasoning,
-so a turn's render depends only on the last assistant and what follows it: the core's one-turn
-context is exact (tests/families/deepseek/test_v32.py, test_v4.py: *one_turn_context*).
+so a turn's render depends only on what follows the last assistant (V3.2: RenderContext.STUB) or on
+that assistant's tool calls too, which order V4's tool results (RenderContext.LAST_MESSAGE); pinned by
+tests/families/deepseek/test_families.py::test_suffix_after_the_declared_context_equals_full_render.
 
 `thinking`, `thinking_mode` and `enable_thinking` are one switch (see common.effective_thinking).
 """
 
 from __future__ import annotations
 
-from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, RenderContext, ToolArguments
 from tito.families.deepseek import v4, v32
 from tito.families.deepseek.common import (
     ASSISTANT,
@@ -41,6 +42,7 @@ DEEPSEEKV32 = Family(
     thinking_kwarg="thinking",
     encoder=v32.encode,
     deviations=v32.DEVIATIONS,
+    context=RenderContext.STUB,
     extra={
         **_EXTRA,
         # After tool results V3.2 continues the assistant span: the generation prompt is the think token.
@@ -62,6 +64,7 @@ DEEPSEEKV4 = Family(
     thinking_kwarg="thinking",
     encoder=v4.encode,
     deviations=v4.DEVIATIONS,
+    context=RenderContext.LAST_MESSAGE,
     extra=_EXTRA,
 )
 

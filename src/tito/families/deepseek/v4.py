@@ -7,7 +7,7 @@ with the tool results put in the order of the calls of the assistant before them
 follows. The published encoder keeps reasoning position-independent when drop_thinking=False; it is
 pinned so. Rendering depends only on the messages since the last assistant and that assistant (its
 call order), so appended messages render the same after [stub user, last assistant] as after the
-whole history (tests/families/deepseek/test_v4.py::test_suffix_after_one_turn_context_equals_full_render).
+whole history (RenderContext.LAST_MESSAGE; tests/families/deepseek/test_families.py).
 
 Evidence: the reference encoder vendored by PyPI llm-router-utils (encoding_dsv4); pinning tests:
 tests/families/deepseek/test_v4.py.
