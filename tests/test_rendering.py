@@ -12,6 +12,7 @@ transformers_templates = pytest.importorskip(
     "transformers.utils.chat_template_utils", reason="transformers not installed: nothing to compare against"
 )
 
+
 def template_names() -> list[str]:
     from tests.conftest import REFERENCE
 
