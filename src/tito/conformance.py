@@ -230,7 +230,8 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     missing = [m["role"] for m in appended if m.get("content") and m["content"] not in suffix]
     yield "appended_content_in_suffix", not missing, f"content of {missing} missing" if missing else ""
     generation_prompt = after[len(tt.render(new, TOOLS)) :]
-    ok = generation_prompt.startswith(tt.family.assistant_opener) and suffix.endswith(generation_prompt)
+    openers = (tt.family.assistant_opener, *tt.family.continuation_prompts)
+    ok = generation_prompt.startswith(openers) and suffix.endswith(generation_prompt)
     yield "suffix_ends_with_opener", ok, "" if ok else f"suffix ends with {suffix[-60:]!r}"
     prompt = tt.render(old[:-1], TOOLS, add_generation_prompt=True)
     ok = before.startswith(prompt)

@@ -137,6 +137,9 @@ class Family:
     special_tokens: tuple[str, ...] = ()
     """Every marker the template emits that the tokenizer must keep atomic (one id each). Proxy tokenizers
     are built from it, and parsers find boundaries by these ids."""
+    continuation_prompts: tuple[str, ...] = ()
+    """Generation prompts that continue the assistant's own turn instead of opening one (DeepSeek V3.2 writes
+    tool results inside the assistant span, then its think token)."""
     turn_openers: tuple[str, ...] = ()
     """STOP_IS_NEXT_OPENER families: the tokens that open a message; an appended render must start with one."""
     tool_arguments: ToolArguments = ToolArguments.JSON_TEXT
