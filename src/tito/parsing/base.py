@@ -1,0 +1,322 @@
+"""The shared parse pipeline: special-token ids -> marked text -> reasoning, content and tool-call attempts.
+
+Boundaries are found by token id. Each format names its markers (`<think>`, `<tool_call>`, ...); for
+a tokenizer, a marker that encodes to one id is *atomic*, and only that id counts as the marker: a
+literal `<tool_call>` the model spelled with ordinary text tokens decodes as text and stays content.
+The completion is decoded run by run between marker ids, and each marker id becomes one sentinel
+character (a Unicode noncharacter, U+FDD0 + k, never produced by a tokenizer for real text), so
+format parsers match plain regexes on one string. A marker the tokenizer does not keep atomic falls
+back to text: its spelling is replaced by the sentinel. Sentinels left where no structure expects
+them are turned back into the marker's text in every output string.
+
+Imports tito.parsing's own modules and tito.families.base (for the Family type) only.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from tito.families.base import Family
+from tito.parsing.arguments import ToolIndex
+from tito.parsing.result import AssistantMessage, CallStatus, FinishReason, ParseResult, ToolCallAttempt, ToolSchema
+from tito.tokenizer_loading import Tokenizer
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+_SENTINEL_FIRST = 0xFDD0
+_SENTINEL_LAST = 0xFDEF
+_SENTINEL_RE = re.compile("[\ufdd0-\ufdef]")
+
+
+@dataclass
+class Attempt:
+    """A tool-call attempt as a format parser reports it; the pipeline restores text and assigns ids."""
+
+    status: CallStatus
+    raw: str
+    name: str | None = None
+    arguments: str | None = None
+    detail: str = ""
+    call_id: str | None = None
+
+
+def unknown_tool(raw: str, name: str) -> Attempt:
+    """The one wording of an attempt that names a tool the request did not send."""
+    return Attempt(CallStatus.UNKNOWN_TOOL, raw, name=name, detail=f"{name!r} is not among the request's tools")
+
+
+@dataclass(frozen=True)
+class Body:
+    """What a format parser reads from the text after the reasoning block."""
+
+    content: str
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+class OutputFormat:
+    """One completion format: its markers, whitespace conventions and tool-call grammar.
+
+    Subclasses set `name`, `markers` (think markers first) and implement `parse_body`. The whitespace
+    conventions invert the family's render, so a rendered message parses back to itself.
+    """
+
+    name: ClassVar[str]
+    markers: ClassVar[tuple[str, ...]] = (THINK_OPEN, THINK_CLOSE)
+    reasoning_strip: ClassVar[str | None] = "\n"
+    """Characters stripped around reasoning (str.strip's argument; None = all whitespace, "" = none)."""
+    content_strip: ClassVar[str | None] = None
+
+    def __init__(self) -> None:
+        if len(self.markers) > _SENTINEL_LAST - _SENTINEL_FIRST + 1:
+            raise ValueError(f"format {self.name!r} has more markers than sentinels")
+        self.sentinels: Mapping[str, str] = {m: chr(_SENTINEL_FIRST + k) for k, m in enumerate(self.markers)}
+        self.restore_table: Mapping[int, str] = {ord(s): m for m, s in self.sentinels.items()}
+
+    def mark(self, marker: str) -> str:
+        """The sentinel that stands for `marker` in marked text."""
+        return self.sentinels[marker]
+
+    def mark_re(self, marker: str) -> str:
+        return re.escape(self.sentinels[marker])
+
+    def parse_body(self, text: str, tools: ToolIndex) -> Body:
+        """Content and tool-call attempts from the marked text after reasoning (stop token removed)."""
+        raise NotImplementedError
+
+    def content_only(self, text: str) -> Body:
+        return Body(text.strip(self.content_strip))
+
+    def split_blocks(self, text: str, open_marker: str, close_marker: str) -> tuple[list[str], list[tuple[str, bool]]]:
+        """Text outside `open ... close` blocks and each block's inner text with whether it closed.
+
+        The first outside piece is the content before the first call; an open block without its close
+        takes the rest of the text.
+        """
+        opener, closer = self.mark(open_marker), self.mark(close_marker)
+        outside: list[str] = []
+        blocks: list[tuple[str, bool]] = []
+        position = 0
+        while True:
+            start = text.find(opener, position)
+            if start < 0:
+                outside.append(text[position:])
+                return outside, blocks
+            outside.append(text[position:start])
+            end = text.find(closer, start + 1)
+            if end < 0:
+                blocks.append((text[start + 1 :], False))
+                return outside, blocks
+            blocks.append((text[start + 1 : end], True))
+            position = end + 1
+
+    def join_content(self, outside: list[str]) -> str:
+        """Content before the calls, plus any non-blank text the model wrote between or after them."""
+        first = outside[0].strip(self.content_strip)
+        rest = [piece.strip() for piece in outside[1:] if piece.strip()]
+        return "\n".join([first, *rest]) if rest else first
+
+    def restore(self, text: str) -> str:
+        """Marker text in place of sentinels that no structure consumed."""
+        return text.translate(self.restore_table) if _SENTINEL_RE.search(text) else text
+
+
+def _atomic_id(tokenizer: Tokenizer, marker: str) -> int | None:
+    """The marker's single id when the tokenizer keeps it atomic, else None (text fallback)."""
+    ids = tokenizer.encode(marker, add_special_tokens=False)
+    if len(ids) == 1 and tokenizer.decode(ids, skip_special_tokens=False) == marker:
+        return int(ids[0])
+    return None
+
+
+def _eos_tokens(tokenizer: Tokenizer) -> list[str]:
+    found: list[str] = []
+    eos = getattr(tokenizer, "eos_token", None)
+    if isinstance(eos, str):
+        found.append(eos)
+    special_map = getattr(tokenizer, "special_tokens_map", None)
+    if isinstance(special_map, Mapping) and isinstance(special_map.get("eos_token"), str):
+        found.append(special_map["eos_token"])
+    return found
+
+
+class CompletionParser:
+    """One format bound to one tokenizer: marker and stop ids resolved once, then `parse` per turn."""
+
+    def __init__(self, output_format: OutputFormat, tokenizer: Tokenizer, stop_tokens: Sequence[str]) -> None:
+        self.format = output_format
+        self.tokenizer = tokenizer
+        self.marker_ids: dict[int, str] = {}
+        self.text_markers: list[tuple[str, str]] = []
+        for marker, sentinel in output_format.sentinels.items():
+            marker_id = _atomic_id(tokenizer, marker)
+            if marker_id is None:
+                self.text_markers.append((marker, sentinel))
+            else:
+                self.marker_ids[marker_id] = sentinel
+        self.marker_id_set = frozenset(self.marker_ids)
+        stop_ids: set[int] = set()
+        self.stop_texts: list[str] = []
+        for stop in dict.fromkeys(stop_tokens):
+            stop_id = _atomic_id(tokenizer, stop)
+            if stop_id is None:
+                self.stop_texts.append(stop)
+            else:
+                stop_ids.add(stop_id)
+        self.stop_ids = frozenset(stop_ids)
+        self.think_open_id = _atomic_id(tokenizer, THINK_OPEN) if THINK_OPEN in output_format.markers else None
+        self.think_close_id = _atomic_id(tokenizer, THINK_CLOSE) if THINK_CLOSE in output_format.markers else None
+
+    # ---- token level ----
+
+    def _cut_at_stop(self, ids: list[int]) -> tuple[list[int], bool]:
+        present = self.stop_ids.intersection(ids)
+        if not present:
+            return ids, False
+        return ids[: min(ids.index(stop_id) for stop_id in present)], True
+
+    def _decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        if _SENTINEL_RE.search(text):  # a model-written noncharacter must not pose as a marker
+            text = _SENTINEL_RE.sub("\ufffd", text)
+        for marker, sentinel in self.text_markers:
+            if marker in text:
+                text = text.replace(marker, sentinel)
+        return text
+
+    def marked_text(self, ids: list[int]) -> str:
+        """The completion as text, each atomic marker id replaced by its sentinel."""
+        present = self.marker_id_set.intersection(ids)
+        if not present:
+            return self._decode(ids) if ids else ""
+        positions: list[int] = []
+        for marker_id in present:
+            start = ids.index(marker_id)
+            while True:
+                positions.append(start)
+                try:
+                    start = ids.index(marker_id, start + 1)
+                except ValueError:
+                    break
+        positions.sort()
+        pieces: list[str] = []
+        previous = 0
+        for position in positions:
+            if position > previous:
+                pieces.append(self._decode(ids[previous:position]))
+            pieces.append(self.marker_ids[ids[position]])
+            previous = position + 1
+        if previous < len(ids):
+            pieces.append(self._decode(ids[previous:]))
+        return "".join(pieces)
+
+    def prompt_opens_reasoning(self, prompt_ids: Sequence[int]) -> bool:
+        """Whether the generation prompt ends inside a reasoning block (`...<think>` or `...<think>\\n`)."""
+        tail = list(prompt_ids[-4:])
+        if self.think_open_id is not None and self.think_close_id is not None:
+            for token in reversed(tail):
+                if token == self.think_open_id:
+                    return True
+                if token == self.think_close_id or self.tokenizer.decode([token]).strip():
+                    return False
+            return False
+        text = self.tokenizer.decode(list(prompt_ids[-8:]), skip_special_tokens=False).rstrip()
+        return text.endswith(THINK_OPEN)
+
+    # ---- text level ----
+
+    def parse(
+        self,
+        completion_ids: Sequence[int],
+        prompt_ids: Sequence[int] | None = None,
+        tools: Sequence[ToolSchema] | None = None,
+    ) -> ParseResult:
+        ids, stopped = self._cut_at_stop(list(completion_ids))
+        text = self.marked_text(ids)
+        if not stopped:
+            for stop in self.stop_texts:
+                cut = text.find(stop)
+                if cut >= 0:
+                    text, stopped = text[:cut], True
+                    break
+        fmt = self.format
+        reasoning: str | None = None
+        closed: bool | None = None
+        has_think = THINK_OPEN in fmt.sentinels
+        if has_think:
+            opener, closer = fmt.mark(THINK_OPEN), fmt.mark(THINK_CLOSE)
+            opened = prompt_ids is not None and self.prompt_opens_reasoning(prompt_ids)
+            lead = text.lstrip()
+            if lead.startswith(opener):
+                opened, text = True, lead[1:]
+            elif prompt_ids is None and closer in text:
+                opened = True  # no prompt to tell: a closing marker means the prompt opened the block
+            if opened:
+                end = text.find(closer)
+                if end < 0:
+                    reasoning, text, closed = text, "", False
+                else:
+                    reasoning, text, closed = text[:end], text[end + 1 :], True
+        if closed is False:
+            body = Body("")
+        elif not self._any_call_marker(text):
+            body = fmt.content_only(text)
+        else:
+            body = fmt.parse_body(text, ToolIndex.of(list(tools) if tools is not None else None))
+        return self._result(body, reasoning, closed, stopped)
+
+    def _any_call_marker(self, text: str) -> bool:
+        return any(self.format.mark(m) in text for m in self.format.markers[2:])
+
+    def _result(self, body: Body, reasoning: str | None, closed: bool | None, stopped: bool) -> ParseResult:
+        fmt = self.format
+        message: AssistantMessage = {"role": "assistant", "content": fmt.restore(body.content)}
+        if reasoning is not None:
+            message["reasoning_content"] = fmt.restore(reasoning.strip(fmt.reasoning_strip))
+        attempts: list[ToolCallAttempt] = []
+        calls: list[dict[str, Any]] = []
+        for index, attempt in enumerate(body.attempts):
+            name = None if attempt.name is None else fmt.restore(attempt.name)
+            arguments = None if attempt.arguments is None else fmt.restore(attempt.arguments)
+            call_id = attempt.call_id
+            if attempt.status is CallStatus.OK:
+                call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
+                calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            raw = fmt.restore(attempt.raw)
+            attempts.append(ToolCallAttempt(index, attempt.status, name, arguments, raw, attempt.detail, call_id))
+        if calls:
+            message["tool_calls"] = calls
+        finish: FinishReason = ("tool_calls" if calls else "stop") if stopped else "length"
+        return ParseResult(message, finish, tuple(attempts), closed)
+
+
+_PARSERS: dict[int, tuple[weakref.ReferenceType[Any] | Any, dict[tuple[str, tuple[str, ...]], CompletionParser]]] = {}
+
+
+def parser_for(output_format: OutputFormat, family: Family, tokenizer: Tokenizer) -> CompletionParser:
+    """The cached parser of `family`'s format for `tokenizer`: ids are resolved once per tokenizer."""
+    stops = tuple(family.stop_tokens) + tuple(_eos_tokens(tokenizer) if not family.stop_tokens else ())
+    key = (output_format.name, stops)
+    entry = _PARSERS.get(id(tokenizer))
+    if entry is not None:
+        ref, parsers = entry
+        alive = ref() if isinstance(ref, weakref.ReferenceType) else ref
+        if alive is not tokenizer:
+            entry = None
+    if entry is None:
+        key_of_tokenizer = id(tokenizer)
+        try:
+            ref = weakref.ref(tokenizer, lambda _: _PARSERS.pop(key_of_tokenizer, None))
+        except TypeError:
+            ref = tokenizer  # not weakly referenceable: keep it alive with its parsers
+        entry = (ref, {})
+        _PARSERS[id(tokenizer)] = entry
+    parsers = entry[1]
+    parser = parsers.get(key)
+    if parser is None:
+        parser = parsers[key] = CompletionParser(output_format, tokenizer, stops)
+    return parser
