@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import uuid
-import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -294,29 +294,21 @@ class CompletionParser:
         return ParseResult(message, finish, tuple(attempts), closed)
 
 
-_PARSERS: dict[int, tuple[weakref.ReferenceType[Any] | Any, dict[tuple[str, tuple[str, ...]], CompletionParser]]] = {}
+_CACHE_SIZE = 32
+_PARSERS: OrderedDict[tuple[int, str, tuple[str, ...]], CompletionParser] = OrderedDict()
+"""Recently used parsers. Bounded, because a parser holds its tokenizer: a long-lived caller (TitoTokenizer)
+keeps its own parser, and this cache only spares `parse_completion` callers the id resolution."""
 
 
 def parser_for(output_format: OutputFormat, family: Family, tokenizer: Tokenizer) -> CompletionParser:
-    """The cached parser of `family`'s format for `tokenizer`: ids are resolved once per tokenizer."""
-    stops = tuple(family.stop_tokens) + tuple(_eos_tokens(tokenizer) if not family.stop_tokens else ())
-    key = (output_format.name, stops)
-    entry = _PARSERS.get(id(tokenizer))
-    if entry is not None:
-        ref, parsers = entry
-        alive = ref() if isinstance(ref, weakref.ReferenceType) else ref
-        if alive is not tokenizer:
-            entry = None
-    if entry is None:
-        key_of_tokenizer = id(tokenizer)
-        try:
-            ref = weakref.ref(tokenizer, lambda _: _PARSERS.pop(key_of_tokenizer, None))
-        except TypeError:
-            ref = tokenizer  # not weakly referenceable: keep it alive with its parsers
-        entry = (ref, {})
-        _PARSERS[id(tokenizer)] = entry
-    parsers = entry[1]
-    parser = parsers.get(key)
-    if parser is None:
-        parser = parsers[key] = CompletionParser(output_format, tokenizer, stops)
+    """The parser of `family`'s format for `tokenizer`, its ids resolved once and then reused."""
+    stops = tuple(family.stop_tokens) if family.stop_tokens else tuple(_eos_tokens(tokenizer))
+    key = (id(tokenizer), output_format.name, stops)
+    parser = _PARSERS.get(key)
+    if parser is not None and parser.tokenizer is tokenizer and parser.format is output_format:
+        _PARSERS.move_to_end(key)
+        return parser
+    parser = _PARSERS[key] = CompletionParser(output_format, tokenizer, stops)
+    while len(_PARSERS) > _CACHE_SIZE:
+        _PARSERS.popitem(last=False)
     return parser
