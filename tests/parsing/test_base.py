@@ -89,3 +89,22 @@ def test_failed_calls_stay_out_of_the_message_but_keep_their_text() -> None:
     assert "tool_calls" not in result.message and result.finish_reason == "stop"
     (attempt,) = result.failed_calls
     assert attempt.status is CallStatus.INVALID_ARGUMENTS and '"query": }' in attempt.raw and attempt.name == "search"
+
+
+def test_long_completions_find_markers_and_stops_as_short_ones_do(qwen3_tokenizer: LocalTokenizer) -> None:
+    from tito.parsing import base
+
+    family = get_family("qwen3")
+    spelled = [t for char in "<tool_call>" for t in qwen3_tokenizer.encode(char)]
+    head = qwen3_tokenizer.encode("<think>\n" + "step by step. " * 1500 + "\n</think>\n\nSee ")
+    tail = qwen3_tokenizer.encode(
+        '.\n<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call><|im_end|>ignored<|im_end|>'
+    )
+    ids = head + spelled + tail
+    assert len(ids) > base._SCAN_LIMIT
+    result = parse_completion(family, qwen3_tokenizer, ids, tools=TOOLS)
+    assert result.message["content"] == "See <tool_call>."
+    assert result.message["reasoning_content"] == ("step by step. " * 1500).strip("\n")
+    assert [c["function"]["arguments"] for c in result.message["tool_calls"]] == ['{"query": "x"}']
+    assert result.finish_reason == "tool_calls"
+    assert parse_completion(family, qwen3_tokenizer, ids[: len(head) + 5]).finish_reason == "length"

@@ -14,10 +14,12 @@ Imports tito.parsing's own modules and tito.families.base (for the Family type) 
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+import sys
+from array import array
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -31,6 +33,8 @@ THINK_CLOSE = "</think>"
 _SENTINEL_FIRST = 0xFDD0
 _SENTINEL_LAST = 0xFDEF
 _SENTINEL_RE = re.compile("[\ufdd0-\ufdef]")
+_SCAN_LIMIT = 4096
+"""Up to this many ids, set intersection + list.index find the markers fastest; beyond, bytes.find over packed ids."""
 
 
 @dataclass
@@ -75,7 +79,7 @@ class OutputFormat:
         if len(self.markers) > _SENTINEL_LAST - _SENTINEL_FIRST + 1:
             raise ValueError(f"format {self.name!r} has more markers than sentinels")
         self.sentinels: Mapping[str, str] = {m: chr(_SENTINEL_FIRST + k) for k, m in enumerate(self.markers)}
-        self.restore_table: Mapping[int, str] = {ord(s): m for m, s in self.sentinels.items()}
+        self.restore_pairs: tuple[tuple[str, str], ...] = tuple((s, m) for m, s in self.sentinels.items())
 
     def mark(self, marker: str) -> str:
         """The sentinel that stands for `marker` in marked text."""
@@ -122,7 +126,43 @@ class OutputFormat:
 
     def restore(self, text: str) -> str:
         """Marker text in place of sentinels that no structure consumed."""
-        return text.translate(self.restore_table) if _SENTINEL_RE.search(text) else text
+        if text.isascii() or not _SENTINEL_RE.search(text):
+            return text
+        for sentinel, marker in self.restore_pairs:
+            if sentinel in text:
+                text = text.replace(sentinel, marker)
+        return text
+
+
+def _pack(ids: list[int]) -> bytes:
+    """Ids as big-endian 32-bit integers: the low byte last, so bytes.find's last-byte skip rarely stalls
+    (little-endian ids of a 150k vocabulary all end in 0x00 or 0x01)."""
+    packed = array("i", ids)
+    if sys.byteorder == "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _packed(token_id: int) -> bytes:
+    return _pack([token_id])
+
+
+def _find_aligned(packed: bytes, needle: bytes, start: int, end: int | None = None) -> int:
+    """The index of the first whole 32-bit id equal to `needle` in packed[start:end], or -1."""
+    end = len(packed) if end is None else end
+    found = packed.find(needle, start, end)
+    while found >= 0 and found % 4:
+        found = packed.find(needle, found + 1, end)
+    return found // 4 if found >= 0 else -1
+
+
+def _occurrence_counter(marker: str) -> Callable[[str], int]:
+    """Counts every occurrence of `marker`, overlapping ones too when the marker can overlap itself
+    (`｜DSML｜`): an extra, overlapping spelled copy must not pass for a real one."""
+    if not any(marker[:k] == marker[-k:] for k in range(1, len(marker))):
+        return lambda text: text.count(marker)
+    pattern = re.compile(f"(?={re.escape(marker)})")
+    return lambda text: sum(1 for _ in pattern.finditer(text))
 
 
 def _atomic_id(tokenizer: Tokenizer, marker: str) -> int | None:
@@ -158,7 +198,11 @@ class CompletionParser:
                 self.text_markers.append((marker, sentinel))
             else:
                 self.marker_ids[marker_id] = sentinel
-        self.marker_id_set = frozenset(self.marker_ids)
+        self.marker_needles = [(marker_id, _packed(marker_id)) for marker_id in self.marker_ids]
+        self.marker_texts = {
+            marker_id: output_format.markers[ord(s) - _SENTINEL_FIRST] for marker_id, s in self.marker_ids.items()
+        }
+        self.marker_counters = {marker_id: _occurrence_counter(text) for marker_id, text in self.marker_texts.items()}
         stop_ids: set[int] = set()
         self.stop_texts: list[str] = []
         for stop in dict.fromkeys(stop_tokens):
@@ -168,51 +212,93 @@ class CompletionParser:
             else:
                 stop_ids.add(stop_id)
         self.stop_ids = frozenset(stop_ids)
+        self.stop_needles = [_packed(stop_id) for stop_id in stop_ids]
+        self.interesting_ids = frozenset(self.marker_ids) | self.stop_ids
+        self._blank_ids: dict[int, bool] = {}
         self.think_open_id = _atomic_id(tokenizer, THINK_OPEN) if THINK_OPEN in output_format.markers else None
         self.think_close_id = _atomic_id(tokenizer, THINK_CLOSE) if THINK_CLOSE in output_format.markers else None
 
+    def _marker_of(self, sentinel: str) -> str:
+        return self.format.markers[ord(sentinel) - _SENTINEL_FIRST]
+
     # ---- token level ----
 
-    def _cut_at_stop(self, ids: list[int]) -> tuple[list[int], bool]:
-        present = self.stop_ids.intersection(ids)
-        if not present:
-            return ids, False
-        return ids[: min(ids.index(stop_id) for stop_id in present)], True
+    def _positions(self, ids: list[int]) -> tuple[list[tuple[int, int]], int | None]:
+        """Every marker id's position before the first stop id, and that stop's position (None: no stop)."""
+        if len(ids) <= _SCAN_LIMIT:  # a set intersection, then list.index for the few ids present
+            hits: list[tuple[int, int]] = []
+            for token in self.interesting_ids.intersection(ids):
+                found = ids.index(token)
+                while True:
+                    hits.append((found, token))
+                    try:
+                        found = ids.index(token, found + 1)
+                    except ValueError:
+                        break
+            hits.sort()
+            stop_at = next((i for i, token in hits if token in self.stop_ids), None)
+            return (hits if stop_at is None else [hit for hit in hits if hit[0] < stop_at]), stop_at
+        # Long completions: one C-speed bytes.find pass per id of interest over the packed ids.
+        packed = _pack(ids)
+        stop_at = None
+        for needle in self.stop_needles:
+            found = _find_aligned(packed, needle, 0)
+            if found >= 0 and (stop_at is None or found < stop_at):
+                stop_at = found
+        limit = len(packed) if stop_at is None else stop_at * 4
+        positions: list[tuple[int, int]] = []
+        for marker_id, needle in self.marker_needles:
+            found = _find_aligned(packed, needle, 0, limit)
+            while found >= 0:
+                positions.append((found, marker_id))
+                found = _find_aligned(packed, needle, (found + 1) * 4, limit)
+        positions.sort()
+        return positions, stop_at
 
-    def _decode(self, ids: list[int]) -> str:
-        text = self.tokenizer.decode(ids, skip_special_tokens=False)
-        if _SENTINEL_RE.search(text):  # a model-written noncharacter must not pose as a marker
+    def _clean(self, text: str) -> str:
+        """Decoded text with noncharacters neutralised and non-atomic markers turned into sentinels."""
+        if not text.isascii() and _SENTINEL_RE.search(text):  # a model-written noncharacter is not a marker
             text = _SENTINEL_RE.sub("\ufffd", text)
         for marker, sentinel in self.text_markers:
             if marker in text:
                 text = text.replace(marker, sentinel)
         return text
 
-    def marked_text(self, ids: list[int]) -> str:
-        """The completion as text, each atomic marker id replaced by its sentinel."""
-        present = self.marker_id_set.intersection(ids)
-        if not present:
-            return self._decode(ids) if ids else ""
-        positions: list[int] = []
-        for marker_id in present:
-            start = ids.index(marker_id)
-            while True:
-                positions.append(start)
-                try:
-                    start = ids.index(marker_id, start + 1)
-                except ValueError:
-                    break
-        positions.sort()
+    def marked_text(self, ids: list[int]) -> tuple[str, bool]:
+        """The completion up to its first stop id as text, each atomic marker id replaced by its sentinel;
+        and whether a stop id ended it.
+
+        Fast path: decode once and replace each marker's text, valid when the text holds exactly as many
+        occurrences of each marker as there are marker ids (no marker spelled with ordinary tokens).
+        Otherwise decode run by run between marker ids, so a spelled marker stays text.
+        """
+        positions, stop_at = self._positions(ids)
+        end = len(ids) if stop_at is None else stop_at
+        counts = Counter(marker_id for _, marker_id in positions)
+        text = self.tokenizer.decode(ids[:end] if stop_at is not None else ids, skip_special_tokens=False)
+        if all(
+            occurrences(text) == counts.get(marker_id, 0) for marker_id, occurrences in self.marker_counters.items()
+        ):
+            text = self._clean(text)
+            for marker_id in counts:
+                text = text.replace(self.marker_texts[marker_id], self.marker_ids[marker_id])
+            return text, stop_at is not None
         pieces: list[str] = []
         previous = 0
-        for position in positions:
+        for position, marker_id in positions:
             if position > previous:
-                pieces.append(self._decode(ids[previous:position]))
-            pieces.append(self.marker_ids[ids[position]])
+                pieces.append(self._clean(self.tokenizer.decode(ids[previous:position], skip_special_tokens=False)))
+            pieces.append(self.marker_ids[marker_id])
             previous = position + 1
-        if previous < len(ids):
-            pieces.append(self._decode(ids[previous:]))
-        return "".join(pieces)
+        if previous < end:
+            pieces.append(self._clean(self.tokenizer.decode(ids[previous:end], skip_special_tokens=False)))
+        return "".join(pieces), stop_at is not None
+
+    def _is_blank(self, token: int) -> bool:
+        blank = self._blank_ids.get(token)
+        if blank is None:
+            blank = self._blank_ids[token] = not self.tokenizer.decode([token], skip_special_tokens=False).strip()
+        return blank
 
     def prompt_opens_reasoning(self, prompt_ids: Sequence[int]) -> bool:
         """Whether the generation prompt ends inside a reasoning block (`...<think>` or `...<think>\\n`)."""
@@ -221,7 +307,7 @@ class CompletionParser:
             for token in reversed(tail):
                 if token == self.think_open_id:
                     return True
-                if token == self.think_close_id or self.tokenizer.decode([token]).strip():
+                if token == self.think_close_id or not self._is_blank(token):
                     return False
             return False
         text = self.tokenizer.decode(list(prompt_ids[-8:]), skip_special_tokens=False).rstrip()
@@ -235,8 +321,7 @@ class CompletionParser:
         prompt_ids: Sequence[int] | None = None,
         tools: Sequence[ToolSchema] | None = None,
     ) -> ParseResult:
-        ids, stopped = self._cut_at_stop(list(completion_ids))
-        text = self.marked_text(ids)
+        text, stopped = self.marked_text(list(completion_ids))
         if not stopped:
             for stop in self.stop_texts:
                 cut = text.find(stop)
@@ -284,7 +369,7 @@ class CompletionParser:
             arguments = None if attempt.arguments is None else fmt.restore(attempt.arguments)
             call_id = attempt.call_id
             if attempt.status is CallStatus.OK:
-                call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
+                call_id = call_id or f"call_{os.urandom(12).hex()}"
                 calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
             raw = fmt.restore(attempt.raw)
             attempts.append(ToolCallAttempt(index, attempt.status, name, arguments, raw, attempt.detail, call_id))
