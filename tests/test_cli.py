@@ -56,3 +56,10 @@ def test_help_lists_every_family() -> None:
     help_text = build_parser()._subparsers._group_actions[0].choices["verify"].format_help()  # type: ignore[union-attr]
     assert all(name in help_text for name in list_families())
     assert all(role in help_text for role in VALID_APPEND_ROLES)
+
+
+def test_verify_with_allowed_roles_checks_only_those_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--family", "qwen3", "--allowed-append-roles", "tool", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["failed"] == []
+    with pytest.raises(SystemExit):
+        main(["verify", "--family", "qwen3", "--allowed-append-roles", "developer"])

@@ -68,7 +68,9 @@ def _verify(args: argparse.Namespace) -> int:
     tokenizer, described = _tokenizer(args)
     family = get_family(args.family).name
     print(f"tito verify --family {family}: tokenizer = {described}", file=sys.stderr)
-    results = run_matrix(tokenizer, family, args.chat_template_kwargs, args.max_sequence_length)
+    results = run_matrix(
+        tokenizer, family, args.chat_template_kwargs, args.max_sequence_length, args.allowed_append_roles
+    )
     failed = [r for r in results if not r.passed]
     if args.json:
         print(json.dumps({"family": family, "cases": len(results), "failed": [r.__dict__ for r in failed]}))
@@ -115,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--max-sequence-length", type=int, default=3,
         help=f"longest appended role sequence over {', '.join(VALID_APPEND_ROLES)} [Default: 3]",
+    )  # fmt: skip
+    verify.add_argument(
+        "--allowed-append-roles", nargs="+", choices=VALID_APPEND_ROLES, metavar="ROLE",
+        help=f"check only sequences of these appended roles ({', '.join(VALID_APPEND_ROLES)}) [Default: all the "
+        "family supports]",
     )  # fmt: skip
     verify.set_defaults(run=_verify)
     return parser

@@ -257,25 +257,30 @@ def run_matrix(
     family: str,
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
+    allowed_append_roles: Sequence[str] | None = None,
 ) -> list[CaseResult]:
-    """Every check for every cut of every shape, in each thinking mode the family has."""
-    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs)
-    all_shapes = {**shapes(), **role_sequence_shapes(base.family.supported_roles, max_sequence_length)}
+    """Every check for every cut of every shape, in each thinking mode the family has.
+
+    `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
+    session's harness gate would; None checks every role the family supports.
+    """
+    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs, allowed_append_roles)
+    all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
     results: list[CaseResult] = []
     for thinking in thinking_modes(base):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = get_tito_tokenizer(tokenizer, family, kwargs)
+        tt = get_tito_tokenizer(tokenizer, family, kwargs, allowed_append_roles)
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]
             for cut, next_cut in itertools.pairwise(cuts):
                 old, new = messages[: cut + 1], messages[:next_cut]
                 roles = tuple(m["role"] for m in new[len(old) :])
-                if any(role not in tt.family.supported_roles for role in roles):
+                if any(role not in tt.allowed_append_roles for role in roles):
                     results.append(
-                        CaseResult(name, cut, roles, thinking, "role_supported", True, "skipped: unsupported")
+                        CaseResult(name, cut, roles, thinking, "role_allowed", True, "skipped: role not allowed")
                     )
                     continue
                 try:

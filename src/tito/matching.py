@@ -101,7 +101,10 @@ def appended_messages(
             len(sent), "message", f"{len(stored)} stored messages", f"only {len(sent)} messages",
             hint="a request must resend the whole stored conversation and append after it",
         )  # fmt: skip
-    for index, (old, new) in enumerate(zip(stored, sent, strict=False)):
+    prefix_unchanged = list(sent[: len(stored)]) == list(stored)  # the common case, decided in C
+    for index, (old, new) in enumerate(zip(stored, sent, strict=False) if not prefix_unchanged else ()):
+        if old == new:
+            continue
         field = matcher(old, new)
         if field is not None:
             raise AppendOnlyError(index, field, _field_value(old, field), _field_value(new, field))

@@ -1,12 +1,12 @@
 """TitoTokenizer: a turn's prompt ids = stored ids + junction + ids of only the appended messages.
 
-The history is never re-rendered or re-tokenized. Appended messages are rendered after a one-turn
-context (a stub user and the stored conversation's last message, the generated assistant), which our
-fixed templates render exactly as after the whole history (the conformance matrix pins this); the
-text after the context's render is tokenized once, starting at the family's end-of-turn or opener
-token. Those tokens are special and atomic, so the tokenizer splits there and the ids from that point
-are the ids it gives in context; tito checks the anchor id on every turn and fails loudly if the
-tokenizer does not split there (Invariant 3).
+The history is never re-rendered or re-tokenized. Appended messages are rendered after a short
+context (Family.context: a constant stub turn, rendered once, or a stub user and the real last
+assistant), which our fixed templates render exactly as after the whole history (the conformance
+matrix pins this); the text after the context's render is tokenized once, starting at the family's
+end-of-turn or opener token. Those tokens are special and atomic, so the tokenizer splits there
+and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
+and fails loudly if the tokenizer does not split there (Invariant 3).
 
 Imports tito.families, tito.rendering, tito.messages, tito.matching; nothing above them.
 """
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tito.errors import ConfigurationError, JunctionError, TemplateRenderError, TokenMismatchError
-from tito.families.base import VALID_APPEND_ROLES, Family, Junction
+from tito.families.base import VALID_APPEND_ROLES, Family, Junction, RenderContext
 from tito.families.probe import probe_default_family
 from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
@@ -29,7 +29,9 @@ Tools = Sequence[Mapping[str, Any]] | None
 RenderFunction = Callable[[Sequence[Message], Tools, bool], str]
 
 CONTEXT_STUB_USER: Message = {"role": "user", "content": "."}
-"""Stands in for the history before the last assistant: fixed templates render appended messages the same after it."""
+CONTEXT_STUB_ASSISTANT: Message = {"role": "assistant", "content": ".", "reasoning_content": "."}
+"""Stand in for the stored conversation: fixed templates render appended messages the same after them."""
+_STUB_CONTEXT: list[Message] = [CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT]
 
 _SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
 
@@ -92,6 +94,35 @@ class TitoTokenizer:
         self._opener_ids = {token: self._atomic_id(token) for token in family.special_tokens} if (
             family.junction is Junction.STOP_IS_NEXT_OPENER
         ) else {}  # fmt: skip
+        self._stub_context_text = "" if family.context is RenderContext.FULL_HISTORY else self._render(
+            _STUB_CONTEXT, None, False
+        )  # fmt: skip
+        if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
+            self._check_junction_declaration()
+
+    def _check_junction_declaration(self) -> None:
+        """The template must end an assistant turn the way the family's junction rule says: checked once, here."""
+        if self.family.junction is Junction.STOP_IS_NEXT_OPENER:
+            return
+        expected = self.family.end_of_turn + self.family.junction.trailer
+        if not self._stub_context_text.endswith(expected):
+            raise ConfigurationError(
+                f"family {self.family.name}: the template ends an assistant turn with "
+                f"{self._stub_context_text[-40:]!r}, but the junction rule {self.family.junction.value} expects "
+                f"{expected!r}: template and family declaration disagree"
+            )
+
+    def _context(self, old_messages: Sequence[Any], last: Message, tools: Tools) -> tuple[list[Message], Tools]:
+        """What the appended messages are rendered after (Family.context), and with which tools.
+
+        Fixed templates render tools only in the opening system block, so a stub or one-turn context needs
+        none; the conformance matrix, which renders with tools, pins that.
+        """
+        if self.family.context is RenderContext.STUB:
+            return _STUB_CONTEXT, None
+        if self.family.context is RenderContext.LAST_MESSAGE:
+            return [CONTEXT_STUB_USER, last], None
+        return self.normalize(old_messages), tools
 
     @staticmethod
     def _render_function(tokenizer: Tokenizer, family: Family, kwargs: Mapping[str, Any]) -> RenderFunction:
@@ -118,16 +149,12 @@ class TitoTokenizer:
             )
         return int(ids[0])
 
-    # ---- rendering -------------------------------------------------------------------------------------------
-
     def normalize(self, messages: Sequence[Any], first_index: int = 0) -> list[Message]:
         return normalize_messages(messages, self.family.tool_arguments, first_index)
 
     def render(self, messages: Sequence[Any], tools: Tools = None, add_generation_prompt: bool = False) -> str:
         """The fixed template's text for `messages`; allowed roles never change it (Invariant 5)."""
         return self._render(self.normalize(messages), tools, add_generation_prompt)
-
-    # ---- incremental tokenization ----------------------------------------------------------------------------
 
     def tokenize_additional_messages(
         self, old_messages: Sequence[Any], new_messages: Sequence[Any], tools: Tools = None
@@ -136,19 +163,22 @@ class TitoTokenizer:
 
         With no stored messages this is the whole first prompt. The stored ids themselves are not needed.
         """
-        old = self.normalize(old_messages)
-        new = self.normalize(new_messages)
-        appended = appended_messages(old, new, self.allowed_append_roles, self.matcher)
-        if not old:
-            return list(self.tokenizer.encode(self._render(new, tools, True), add_special_tokens=False))
-        if old[-1]["role"] != "assistant":
+        appended = self.normalize(
+            appended_messages(old_messages, new_messages, self.allowed_append_roles, self.matcher), len(old_messages)
+        )
+        if not old_messages:
+            return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
+        last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
+        if last["role"] != "assistant":
             raise JunctionError(
-                f"the stored conversation must end with the generated assistant message; message {len(old) - 1} "
-                f"has role {old[-1]['role']!r}"
+                f"the stored conversation must end with the generated assistant message; message "
+                f"{len(old_messages) - 1} has role {last['role']!r}"
             )
-        context = [CONTEXT_STUB_USER, old[-1]] if self.family.renders_appended_locally else old
-        context_text = self._render(context, tools, False)
-        full_text = self._render(context + appended, tools, True)
+        context, context_tools = self._context(old_messages, last, tools)
+        context_text = (
+            self._stub_context_text if context is _STUB_CONTEXT else self._render(context, context_tools, False)
+        )
+        full_text = self._render([*context, *appended], context_tools, True)
         if not full_text.startswith(context_text):
             offset = next(
                 (i for i, (a, b) in enumerate(zip(context_text, full_text, strict=False)) if a != b), len(full_text)
@@ -158,7 +188,7 @@ class TitoTokenizer:
                 f"stored conversation at character {offset}: {context_text[offset : offset + 60]!r} became "
                 f"{full_text[offset : offset + 60]!r}; the template is not append-only for this sequence"
             )
-        return self._appended_ids(context_text, full_text[len(context_text) :], len(old))
+        return self._appended_ids(context_text, full_text[len(context_text) :], len(old_messages))
 
     def _appended_ids(self, context_text: str, suffix_text: str, first_index: int) -> list[int]:
         family = self.family

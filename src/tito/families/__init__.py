@@ -1,6 +1,6 @@
 """Model families: the registry, the Family value and the per-family declarations."""
 
-from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, RenderContext, ToolArguments
 from tito.families.registry import get_family, list_families, resolve_fixed_chat_template
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "Family",
     "FixedTemplate",
     "Junction",
+    "RenderContext",
     "ToolArguments",
     "get_family",
     "list_families",

@@ -57,6 +57,20 @@ class Junction(enum.Enum):
         return 1 if self is Junction.STOP_IS_NEXT_OPENER else 0
 
 
+class RenderContext(enum.Enum):
+    """What a turn's appended messages are rendered after; decides that a turn's cost does not grow with history."""
+
+    STUB = "stub"
+    """A constant stub user + stub assistant, rendered once at construction: the family's appended render depends
+    only on the previous message being an assistant (our fixed templates)."""
+
+    LAST_MESSAGE = "last_message"
+    """A stub user + the real last assistant: the appended render reads that assistant (e.g. its tool calls)."""
+
+    FULL_HISTORY = "full_history"
+    """The whole stored conversation: a checkpoint template we do not control (the default family)."""
+
+
 class ToolArguments(enum.Enum):
     """How a format embeds tool-call arguments, which decides how tito hands them to the template."""
 
@@ -132,10 +146,8 @@ class Family:
     """The Python encoder of a family that has no jinja template (DeepSeek)."""
     deviations: tuple[str, ...] = ()
     """Each way the fixed render differs from the official one, with its reason."""
-    renders_appended_locally: bool = True
-    """True when the render of appended messages depends only on the last stored message (our fixed
-    templates and encoders): the turn is rendered after a one-turn context, so its cost does not grow
-    with the history. False for checkpoint templates we do not control."""
+    context: RenderContext = RenderContext.STUB
+    """What appended messages are rendered after; the conformance matrix proves the choice exact."""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

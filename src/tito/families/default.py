@@ -6,7 +6,7 @@ on fixed probe conversations when a TitoTokenizer is built and keeps only what p
 
 from __future__ import annotations
 
-from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction
+from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, RenderContext
 
 DEFAULT = Family(
     name="default",
@@ -17,5 +17,5 @@ DEFAULT = Family(
     stop_tokens=(),
     assistant_opener="",
     output_format="plain",
-    renders_appended_locally=False,
+    context=RenderContext.FULL_HISTORY,
 )
