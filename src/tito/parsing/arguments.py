@@ -12,7 +12,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from json.decoder import scanstring
 from typing import Any
 
 from tito.parsing.result import ToolSchema
@@ -49,34 +48,39 @@ def object_member_spans(text: str) -> dict[str, tuple[Any, int, int]]:
 
 def _member_spans(text: str) -> dict[str, tuple[Any, int, int]]:
     members: dict[str, tuple[Any, int, int]] = {}
-    i = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    i = _skip_whitespace(text, 0)
     if text[i : i + 1] != "{":
         raise ValueError(f"expected '{{' at offset {i}")
-    i = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    i = _skip_whitespace(text, i + 1)
     if text[i : i + 1] == "}":
         i += 1
     else:
         while True:
             if text[i : i + 1] != '"':
                 raise ValueError(f"expected a key at offset {i}")
-            key, i = scanstring(text, i + 1)
-            i = _WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
+            key, i = _DECODER.raw_decode(text, i)
+            i = _skip_whitespace(text, i)
             if text[i : i + 1] != ":":
                 raise ValueError(f"expected ':' at offset {i}")
-            start = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+            start = _skip_whitespace(text, i + 1)
             value, end = _DECODER.raw_decode(text, start)
             members[key] = (value, start, end)
-            i = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+            i = _skip_whitespace(text, end)
             separator = text[i : i + 1]
             i += 1
             if separator == "}":
                 break
             if separator != ",":
                 raise ValueError(f"expected ',' or '}}' at offset {i - 1}")
-            i = _WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
-    if _WHITESPACE.match(text, i).end() != len(text):  # type: ignore[union-attr]
+            i = _skip_whitespace(text, i)
+    if _skip_whitespace(text, i) != len(text):
         raise ValueError(f"text after the object at offset {i}")
     return members
+
+
+def _skip_whitespace(text: str, position: int) -> int:
+    match = _WHITESPACE.match(text, position)
+    return match.end() if match else position
 
 
 def json_object_text(text: str) -> str:
