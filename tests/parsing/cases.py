@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from tests.conftest import reference_path
@@ -319,6 +320,9 @@ def assistant_messages(draw: st.DrawFn, case: Case, tools: list[dict[str, Any]] 
         calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_text}})
     if calls:
         message["tool_calls"] = calls
+    # Text that spells one of the family's tokens (`[EOS]`) would be encoded as that token.
+    written = json.dumps(message, ensure_ascii=False)
+    assume(not any(token in written for token in (*case.family.special_tokens, *case.family.stop_tokens)))
     return message
 
 

@@ -3,11 +3,12 @@
 Boundaries are found by token id. Each format names its markers (`<think>`, `<tool_call>`, ...); for
 a tokenizer, a marker that encodes to one id is *atomic*, and only that id counts as the marker: a
 literal `<tool_call>` the model spelled with ordinary text tokens decodes as text and stays content.
-The completion is decoded run by run between marker ids, and each marker id becomes one sentinel
-character (a Unicode noncharacter, U+FDD0 + k, never produced by a tokenizer for real text), so
-format parsers match plain regexes on one string. A marker the tokenizer does not keep atomic falls
-back to text: its spelling is replaced by the sentinel. Sentinels left where no structure expects
-them are turned back into the marker's text in every output string.
+Each marker id becomes one sentinel character (a Unicode noncharacter, U+FDD0 + k, which a model
+writing text never needs), so format parsers match plain regexes on one string. The completion is
+decoded once when every occurrence of a marker's text comes from a marker id (the usual case), else
+run by run between marker ids. A marker the tokenizer does not keep atomic falls back to text: its
+spelling is replaced by the sentinel. Sentinels left where no structure expects them are turned back
+into the marker's text in every output string.
 
 Imports tito.parsing's own modules and tito.families.base (for the Family type) only.
 """
@@ -84,9 +85,6 @@ class OutputFormat:
     def mark(self, marker: str) -> str:
         """The sentinel that stands for `marker` in marked text."""
         return self.sentinels[marker]
-
-    def mark_re(self, marker: str) -> str:
-        return re.escape(self.sentinels[marker])
 
     def parse_body(self, text: str, tools: ToolIndex) -> Body:
         """Content and tool-call attempts from the marked text after reasoning (stop token removed)."""
@@ -199,9 +197,7 @@ class CompletionParser:
             else:
                 self.marker_ids[marker_id] = sentinel
         self.marker_needles = [(marker_id, _packed(marker_id)) for marker_id in self.marker_ids]
-        self.marker_texts = {
-            marker_id: output_format.markers[ord(s) - _SENTINEL_FIRST] for marker_id, s in self.marker_ids.items()
-        }
+        self.marker_texts = {marker_id: self._marker_of(sentinel) for marker_id, sentinel in self.marker_ids.items()}
         self.marker_counters = {marker_id: _occurrence_counter(text) for marker_id, text in self.marker_texts.items()}
         stop_ids: set[int] = set()
         self.stop_texts: list[str] = []
