@@ -35,7 +35,7 @@ _SENTINEL_FIRST = 0xFDD0
 _SENTINEL_LAST = 0xFDEF
 _SENTINEL_RE = re.compile("[\ufdd0-\ufdef]")
 _SCAN_LIMIT = 4096
-"""Up to this many ids, set intersection + list.index find the markers fastest; beyond, bytes.find over packed ids."""
+"""Up to this many ids, set intersection + list.index find markers fastest; beyond, bytes.find over packed ids."""
 
 
 @dataclass
@@ -208,8 +208,7 @@ class CompletionParser:
             else:
                 stop_ids.add(stop_id)
         self.stop_ids = frozenset(stop_ids)
-        self.stop_needles = [_packed(stop_id) for stop_id in stop_ids]
-        self.interesting_ids = frozenset(self.marker_ids) | self.stop_ids
+        self.marker_id_set = frozenset(self.marker_ids)
         self._blank_ids: dict[int, bool] = {}
         self.think_open_id = _atomic_id(tokenizer, THINK_OPEN) if THINK_OPEN in output_format.markers else None
         self.think_close_id = _atomic_id(tokenizer, THINK_CLOSE) if THINK_CLOSE in output_format.markers else None
@@ -219,11 +218,21 @@ class CompletionParser:
 
     # ---- token level ----
 
-    def _positions(self, ids: list[int]) -> tuple[list[tuple[int, int]], int | None]:
-        """Every marker id's position before the first stop id, and that stop's position (None: no stop)."""
+    def _stop_position(self, ids: list[int]) -> int | None:
+        """Where the first stop id is, if any (engines stop there; anything after it is not the turn's)."""
+        first: int | None = None
+        for stop_id in self.stop_ids:
+            try:
+                first = ids.index(stop_id, 0, len(ids) if first is None else first)
+            except ValueError:
+                continue
+        return first
+
+    def _positions(self, ids: list[int]) -> list[tuple[int, int]]:
+        """Every marker id's position, in order."""
         if len(ids) <= _SCAN_LIMIT:  # a set intersection, then list.index for the few ids present
             hits: list[tuple[int, int]] = []
-            for token in self.interesting_ids.intersection(ids):
+            for token in self.marker_id_set.intersection(ids):
                 found = ids.index(token)
                 while True:
                     hits.append((found, token))
@@ -232,24 +241,17 @@ class CompletionParser:
                     except ValueError:
                         break
             hits.sort()
-            stop_at = next((i for i, token in hits if token in self.stop_ids), None)
-            return (hits if stop_at is None else [hit for hit in hits if hit[0] < stop_at]), stop_at
-        # Long completions: one C-speed bytes.find pass per id of interest over the packed ids.
+            return hits
+        # Long completions: one C-speed bytes.find pass per marker id over the packed ids.
         packed = _pack(ids)
-        stop_at = None
-        for needle in self.stop_needles:
-            found = _find_aligned(packed, needle, 0)
-            if found >= 0 and (stop_at is None or found < stop_at):
-                stop_at = found
-        limit = len(packed) if stop_at is None else stop_at * 4
         positions: list[tuple[int, int]] = []
         for marker_id, needle in self.marker_needles:
-            found = _find_aligned(packed, needle, 0, limit)
+            found = _find_aligned(packed, needle, 0)
             while found >= 0:
                 positions.append((found, marker_id))
-                found = _find_aligned(packed, needle, (found + 1) * 4, limit)
+                found = _find_aligned(packed, needle, (found + 1) * 4)
         positions.sort()
-        return positions, stop_at
+        return positions
 
     def _clean(self, text: str) -> str:
         """Decoded text with noncharacters neutralised and non-atomic markers turned into sentinels."""
@@ -268,27 +270,33 @@ class CompletionParser:
         occurrences of each marker as there are marker ids (no marker spelled with ordinary tokens).
         Otherwise decode run by run between marker ids, so a spelled marker stays text.
         """
-        positions, stop_at = self._positions(ids)
-        end = len(ids) if stop_at is None else stop_at
-        counts = Counter(marker_id for _, marker_id in positions)
-        text = self.tokenizer.decode(ids[:end] if stop_at is not None else ids, skip_special_tokens=False)
-        if all(
-            occurrences(text) == counts.get(marker_id, 0) for marker_id, occurrences in self.marker_counters.items()
-        ):
-            text = self._clean(text)
-            for marker_id in counts:
-                text = text.replace(self.marker_texts[marker_id], self.marker_ids[marker_id])
-            return text, stop_at is not None
+        stop_at = self._stop_position(ids)
+        body = ids if stop_at is None else ids[:stop_at]
+        text = self.tokenizer.decode(body, skip_special_tokens=False)
+        id_counts = Counter(body)  # one C pass; list.count per marker would be one pass each
+        present: list[int] = []
+        for marker_id, occurrences in self.marker_counters.items():
+            found = occurrences(text)
+            if found != id_counts.get(marker_id, 0):
+                return self._marked_by_runs(body), stop_at is not None
+            if found:
+                present.append(marker_id)
+        text = self._clean(text)
+        for marker_id in present:
+            text = text.replace(self.marker_texts[marker_id], self.marker_ids[marker_id])
+        return text, stop_at is not None
+
+    def _marked_by_runs(self, body: list[int]) -> str:
         pieces: list[str] = []
         previous = 0
-        for position, marker_id in positions:
+        for position, marker_id in self._positions(body):
             if position > previous:
-                pieces.append(self._clean(self.tokenizer.decode(ids[previous:position], skip_special_tokens=False)))
+                pieces.append(self._clean(self.tokenizer.decode(body[previous:position], skip_special_tokens=False)))
             pieces.append(self.marker_ids[marker_id])
             previous = position + 1
-        if previous < end:
-            pieces.append(self._clean(self.tokenizer.decode(ids[previous:end], skip_special_tokens=False)))
-        return "".join(pieces), stop_at is not None
+        if previous < len(body):
+            pieces.append(self._clean(self.tokenizer.decode(body[previous:], skip_special_tokens=False)))
+        return "".join(pieces)
 
     def _is_blank(self, token: int) -> bool:
         blank = self._blank_ids.get(token)
