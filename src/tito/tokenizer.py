@@ -91,9 +91,7 @@ class TitoTokenizer:
         self.matcher = matcher
         self._end_of_turn_id = self._atomic_id(family.end_of_turn) if family.end_of_turn else None
         self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
-        self._opener_ids = {token: self._atomic_id(token) for token in family.special_tokens} if (
-            family.junction is Junction.STOP_IS_NEXT_OPENER
-        ) else {}  # fmt: skip
+        self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._stub_context_text = "" if family.context is RenderContext.FULL_HISTORY else self._render(
             _STUB_CONTEXT, None, False
         )  # fmt: skip

@@ -137,6 +137,8 @@ class Family:
     special_tokens: tuple[str, ...] = ()
     """Every marker the template emits that the tokenizer must keep atomic (one id each). Proxy tokenizers
     are built from it, and parsers find boundaries by these ids."""
+    turn_openers: tuple[str, ...] = ()
+    """STOP_IS_NEXT_OPENER families: the tokens that open a message; an appended render must start with one."""
     tool_arguments: ToolArguments = ToolArguments.JSON_TEXT
     thinking_kwarg: str | None = "enable_thinking"
     """The chat-template kwarg that switches thinking on and off, if the family has one."""

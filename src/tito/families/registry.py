@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from tito.errors import ConfigurationError
-from tito.families import default, kimi, minimax, qwen
+from tito.families import default, glm, kimi, minimax, nemotron, qwen
 from tito.families.base import Family, index_families
 
-FAMILIES: Mapping[str, Family] = index_families([*qwen.FAMILIES, *kimi.FAMILIES, *minimax.FAMILIES, default.DEFAULT])
+FAMILIES: Mapping[str, Family] = index_families(
+    [*qwen.FAMILIES, *glm.FAMILIES, *nemotron.FAMILIES, *kimi.FAMILIES, *minimax.FAMILIES, default.DEFAULT]
+)
 
 FAMILY_ALIASES: Mapping[str, str] = {"qwen3_next": "qwennext", "qwen3.5": "qwen35", "qwen3_5": "qwen35"}
 """Spellings users bring from other stacks; the registry name is the one tito writes."""
