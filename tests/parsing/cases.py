@@ -149,8 +149,9 @@ STAND_INS: dict[str, StandIn] = {
         real_tokenizer="deepseekv4",
     ),
 }
-EMPTY_REASONING_RENDERS = frozenset({"qwen3", "qwennext", "qwen35", "deepseekv4", "kimi25", "kimi26"})
-"""Families whose render of an assistant with empty reasoning still continues the thinking generation prompt."""
+OFFICIAL_RENDERS_EMPTY_REASONING = frozenset({"deepseekv4", "kimi25", "kimi26"})
+"""Stand-ins whose reference render of empty reasoning continues the thinking generation prompt; the official
+GLM, MiniMax, Nemotron and DeepSeek V3.2 renders drop the block. Every registered fixed template keeps it."""
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,8 @@ def arguments_for(draw: st.DrawFn, tool: dict[str, Any]) -> dict[str, Any]:
 @st.composite
 def assistant_messages(draw: st.DrawFn, case: Case, tools: list[dict[str, Any]] = TOOLS) -> Message:
     """An assistant message in the family's canonical form (what its render writes and its parse returns)."""
-    reasoning = draw(trimmed_text.filter(bool) if case.name not in EMPTY_REASONING_RENDERS else trimmed_text)
+    keeps_empty = case.registered or case.name in OFFICIAL_RENDERS_EMPTY_REASONING
+    reasoning = draw(trimmed_text if keeps_empty else trimmed_text.filter(bool))
     content = draw(trimmed_text)
     message: Message = {"role": "assistant", "content": content, "reasoning_content": reasoning}
     chosen = draw(st.lists(st.sampled_from(tools), max_size=3))
