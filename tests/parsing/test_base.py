@@ -108,3 +108,12 @@ def test_long_completions_find_markers_and_stops_as_short_ones_do(qwen3_tokenize
     assert [c["function"]["arguments"] for c in result.message["tool_calls"]] == ['{"query": "x"}']
     assert result.finish_reason == "tool_calls"
     assert parse_completion(family, qwen3_tokenizer, ids[: len(head) + 5]).finish_reason == "length"
+
+
+def test_a_marker_that_can_overlap_itself_is_counted_with_its_overlaps() -> None:
+    from tito.parsing.base import _occurrence_counter
+
+    count = _occurrence_counter("｜DSML｜")
+    assert count("a｜DSML｜b｜DSML｜") == 2
+    assert count("｜DSML｜DSML｜") == 2  # a spelled `｜DSML` right before the real token: two, not one
+    assert _occurrence_counter("<tool_call>")("<tool_call><tool_call>") == 2

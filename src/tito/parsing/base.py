@@ -157,10 +157,17 @@ def _find_aligned(packed: bytes, needle: bytes, start: int, end: int | None = No
 def _occurrence_counter(marker: str) -> Callable[[str], int]:
     """Counts every occurrence of `marker`, overlapping ones too when the marker can overlap itself
     (`｜DSML｜`): an extra, overlapping spelled copy must not pass for a real one."""
-    if not any(marker[:k] == marker[-k:] for k in range(1, len(marker))):
+    overlaps = tuple(marker + marker[k:] for k in range(1, len(marker)) if marker[:k] == marker[-k:])
+    if not overlaps:
         return lambda text: text.count(marker)
     pattern = re.compile(f"(?={re.escape(marker)})")
-    return lambda text: sum(1 for _ in pattern.finditer(text))
+
+    def count(text: str) -> int:
+        if any(overlap in text for overlap in overlaps):
+            return sum(1 for _ in pattern.finditer(text))
+        return text.count(marker)
+
+    return count
 
 
 def _atomic_id(tokenizer: Tokenizer, marker: str) -> int | None:
