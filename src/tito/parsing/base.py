@@ -38,7 +38,7 @@ _SCAN_LIMIT = 4096
 """Up to this many ids, set intersection + list.index find markers fastest; beyond, bytes.find over packed ids."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Attempt:
     """A tool-call attempt as a format parser reports it; the pipeline restores text and assigns ids."""
 
