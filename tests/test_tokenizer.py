@@ -135,3 +135,14 @@ def test_resolved_template_is_the_one_rendered(family: str) -> None:
     kwargs["mutated"] = True
     assert "mutated" not in resolve_fixed_chat_template(family)[1], "the resolver must return a copy"
     assert (path is None) == (get_family(family).encoder is not None)
+
+
+def test_parse_completion_reads_back_what_the_family_renders(qwen3_tokenizer: LocalTokenizer) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    answer = {"role": "assistant", "content": "Hi there.", "reasoning_content": "Greet."}
+    prompt_ids = tt.merge_tokens([], HISTORY[:2], [])
+    turn_ids = stored_ids(qwen3_tokenizer, tt.render([*HISTORY[:2], answer]))
+    assert turn_ids[: len(prompt_ids)] == prompt_ids
+    result = tt.parse_completion(turn_ids[len(prompt_ids) :], prompt_ids)
+    assert result.finish_reason == "stop"
+    assert {k: result.message.get(k) for k in answer} == answer

@@ -8,7 +8,7 @@ end-of-turn or opener token. Those tokens are special and atomic, so the tokeniz
 and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
 and fails loudly if the tokenizer does not split there (Invariant 3).
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching; nothing above them.
+Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing; nothing above them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tito.families.probe import probe_default_family
 from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.messages import Message, normalize_messages
+from tito.parsing import ParseResult, get_completion_parser
 from tito.rendering import compile_template, render_template
 from tito.tokenizer_loading import Tokenizer
 
@@ -92,6 +93,7 @@ class TitoTokenizer:
         self._end_of_turn_id = self._atomic_id(family.end_of_turn) if family.end_of_turn else None
         self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
+        self._parser = get_completion_parser(family, tokenizer)
         self._stub_context_text = "" if family.context is RenderContext.FULL_HISTORY else self._render(
             _STUB_CONTEXT, None, False
         )  # fmt: skip
@@ -221,6 +223,15 @@ class TitoTokenizer:
                 f"does not split at the family's special token. Reproduce: tito verify --family {family.name}"
             )
         return list(ids)
+
+    def parse_completion(
+        self, completion_ids: Sequence[int], prompt_ids: Sequence[int] | None = None, tools: Tools = None
+    ) -> ParseResult:
+        """The sampled ids as the OpenAI assistant message (`.message`, `.finish_reason`, per-call statuses).
+
+        Pass the turn's `prompt_ids` so the parser knows whether the generation prompt opened reasoning.
+        """
+        return self._parser.parse(completion_ids, prompt_ids, tools)
 
     def merge_tokens(
         self,

@@ -183,7 +183,8 @@ def get_case(name: str) -> Case:
     if name in FAMILIES:
         family = FAMILIES[name]
         tokenizer = _builtin_tokenizer(name)
-        tito_tokenizer = get_tito_tokenizer(tokenizer, name)
+        thinking_on = {family.thinking_kwarg: True} if family.thinking_kwarg else None  # reasoning is rendered
+        tito_tokenizer = get_tito_tokenizer(tokenizer, name, thinking_on)
         return Case(name, family, tokenizer, tito_tokenizer.render, registered=True)
     stand_in = STAND_INS[name]
     family = stand_in.family

@@ -6,8 +6,9 @@ values) and on the content up to surrounding whitespace. Documented differences,
   the family's render adds, so a parsed message re-renders to the same text.
 - SGLang re-serialises JSON-format arguments; tito keeps the model's exact text (compared as values here).
 - SGLang's parameter-format detectors (MiniMax, Qwen3-Coder, GLM) strip whitespace around string values,
-  and Qwen3-Coder reads a string parameter written `null` as JSON null; tito keeps a string parameter's
-  text as the template wrote it. String values are compared stripped, `null` as None, here.
+  and Qwen3-Coder reads a string parameter written `null` (MiniMax also `NIL`/`None`) as null; tito keeps a
+  string parameter's text as the template wrote it. String values are compared stripped, those spellings as
+  None, here.
 - SGLang parses text, so a literal `<tool_call>` spelled with ordinary tokens is a call to it; tito decides
   by token id (tests/parsing/test_parse_completion.py, literal_tag_in_content).
 """
@@ -70,5 +71,5 @@ def _comparable(name: str, arguments: str) -> tuple[str, object]:
 
 def _normalised(value: object) -> object:
     if isinstance(value, str):
-        return None if value.strip() == "null" else value.strip()
+        return None if value.strip().lower() in ("null", "nil", "none") else value.strip()
     return value
