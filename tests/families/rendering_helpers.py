@@ -242,10 +242,16 @@ def suffix_after(render: TwoArgRender, context: list[Message], appended: list[Me
 
 
 def append_only_failures(
-    render: TwoArgRender, family: str, history: list[Message], appended: list[Message], turns: Iterable[str]
+    render: TwoArgRender,
+    family: str,
+    history: list[Message],
+    appended: list[Message],
+    turns: Iterable[str] | None = None,
 ) -> list[str]:
-    """Invariants 1 and 6 at text level: the history's render is a prefix, every expected text of `turns` is in
-    the added suffix, and the suffix ends with the generation prompt. An empty list means the append is clean."""
+    """Invariants 1 and 6 at text level: the history's render is a prefix, every expected text of `turns` (by
+    default each appended message's content) is in the added suffix, and the suffix ends with the generation
+    prompt. An empty list means the append is clean."""
+    turns = [m["content"] for m in appended] if turns is None else turns
     before = render(history, False)
     after = render(history + appended, True)
     if not after.startswith(before):
