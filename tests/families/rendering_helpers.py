@@ -102,6 +102,23 @@ def assert_transformers_renders_alike(
         assert render_template(ours, messages, tools, generation, **kwargs) == expected
 
 
+def assert_transformers_renders_loop_alike(family: str, loop: list[Message], tools: list[Message]) -> None:
+    """`assert_transformers_renders_alike` on every normalised prefix of `loop`, with and without `tools` and
+    generation prompt, with the pinned kwargs and with thinking off as well."""
+    declared = get_family(family)
+    pinned = dict(declared.fixed_template.extra_kwargs)
+    assert_transformers_renders_alike(
+        family,
+        (
+            (normalize_messages(loop[:end], declared.tool_arguments), tools_or_none, generation, kwargs)
+            for end, tools_or_none, generation in itertools.product(
+                range(1, len(loop) + 1), (None, tools), (False, True)
+            )
+            for kwargs in ({**pinned}, {**pinned, "enable_thinking": False})
+        ),
+    )
+
+
 def assert_reasoning_kept_without_the_pinned_kwarg(family: str, history: list[Message], tools: Any) -> None:
     """An engine that loads the .jinja without tito's kwargs still keeps every reasoning (renders append-only)."""
     bare = render_template(fixed_template(family), history, tools, True)

@@ -13,7 +13,6 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tito.families import get_family
-from tito.messages import normalize_messages
 from tito.rendering import render_template
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
@@ -27,7 +26,7 @@ from .rendering_helpers import (
     append_sequences,
     appended_messages,
     assert_reasoning_kept_without_the_pinned_kwarg,
-    assert_transformers_renders_alike,
+    assert_transformers_renders_loop_alike,
     assert_verify_passes,
     bind,
     broad_conversations,
@@ -208,15 +207,7 @@ def test_low_effort_marks_every_user_message_so_appending_a_user_moves_nothing()
 
 def test_transformers_renders_the_fixed_template_identically() -> None:
     """Engines render the shipped .jinja through transformers: it must give the bytes tito gives."""
-    loop = canonical_loop()
-    assert_transformers_renders_alike(
-        "nemotron3",
-        (
-            (normalize_messages(loop[:end], FAMILY.tool_arguments), tools, generation, kwargs)
-            for end, tools, generation in itertools.product(range(1, len(loop) + 1), (None, TOOLS), (False, True))
-            for kwargs in ({**PINNED}, {**PINNED, "enable_thinking": False})
-        ),
-    )
+    assert_transformers_renders_loop_alike("nemotron3", canonical_loop(), TOOLS)
 
 
 # ---- append-only rendering -----------------------------------------------------------------------------------
