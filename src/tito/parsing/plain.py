@@ -1,0 +1,15 @@
+"""The `default` family's output: content only, with a leading `<think>` block split off when present."""
+
+from __future__ import annotations
+
+from tito.parsing.arguments import ToolIndex
+from tito.parsing.base import Body, OutputFormat
+
+
+class Plain(OutputFormat):
+    name = "plain"
+    reasoning_strip = None
+    content_strip = None
+
+    def parse_body(self, text: str, tools: ToolIndex) -> Body:
+        return self.content_only(text)

@@ -1,0 +1,110 @@
+"""Argument handling: JSON formats keep the model's exact text; parameter formats type values by schema."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.parsing.cases import json_value, text
+from tito.parsing.arguments import (
+    ArgumentError,
+    ToolIndex,
+    declared_types,
+    json_object_text,
+    object_member_spans,
+    typed_value,
+)
+
+spellings = st.sampled_from(
+    [
+        {"separators": (", ", ": ")},
+        {"separators": (",", ":")},
+        {"indent": 2},
+        {"ensure_ascii": True},
+        {"ensure_ascii": False, "separators": (" ,", " : ")},
+    ]
+)
+
+
+@given(st.dictionaries(text, json_value, max_size=4), spellings)
+def test_member_spans_are_the_exact_text_of_each_top_level_value(obj: dict, spelling: dict) -> None:
+    written = json.dumps(obj, **spelling)
+    members = object_member_spans(written)
+    assert list(members) == list(obj)
+    for key, (value, start, end) in members.items():
+        assert value == obj[key]
+        assert json.loads(written[start:end]) == obj[key]
+
+
+@pytest.mark.parametrize("broken", ['{"a": 1', '{"a" 1}', "[1, 2]", '{"a": 1} trailing', "", '{"a": 1,}', "{'a': 1}"])
+def test_anything_but_one_json_object_is_an_argument_error(broken: str) -> None:
+    with pytest.raises(ArgumentError):
+        object_member_spans(broken)
+
+
+def test_json_object_text_returns_the_text_unchanged_and_rejects_non_objects() -> None:
+    spelled = '{ "city" :"Paris" ,"n":1 }'
+    assert json_object_text(spelled) is spelled
+    for not_object in ("[1]", '"x"', "3", "nope"):
+        with pytest.raises(ArgumentError):
+            json_object_text(not_object)
+
+
+@pytest.mark.parametrize(
+    ("schema", "written", "value"),
+    [
+        ({"type": "string"}, "true", "true"),
+        ({"type": "string"}, "3", "3"),
+        ({"type": "string"}, " padded \n", " padded \n"),
+        ({"type": "integer"}, "3", 3),
+        ({"type": "number"}, "2.5", 2.5),
+        ({"type": "number"}, "2", 2),
+        ({"type": "boolean"}, "true", True),
+        ({"type": "boolean"}, "True", True),  # Nemotron's official template writes Python spellings
+        ({"type": "object"}, '{"a": [1, null]}', {"a": [1, None]}),
+        ({"type": "array"}, "[1, 2]", [1, 2]),
+        ({"type": ["string", "null"]}, "null", None),
+        ({"type": ["string", "integer"]}, "hello", "hello"),
+        ({"type": ["string", "integer"]}, "[1]", "[1]"),
+        ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, "false", False),
+        ({"enum": ["a", "b"]}, "true", "true"),
+        (None, "true", True),
+        (None, "not json", "not json"),
+        ({}, "{}", {}),
+    ],
+)
+def test_parameter_text_takes_the_type_its_schema_declares(schema: dict | None, written: str, value: object) -> None:
+    assert typed_value(written, schema) == value
+    assert type(typed_value(written, schema)) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "written"),
+    [
+        ({"type": "integer"}, "three"),
+        ({"type": "object"}, "{"),
+        ({"type": "integer"}, "true"),
+        ({"type": "array"}, "{}"),
+    ],
+)
+def test_non_string_text_that_is_not_json_of_the_declared_type_is_an_argument_error(schema: dict, written: str) -> None:
+    with pytest.raises(ArgumentError, match="declared"):
+        typed_value(written, schema)
+
+
+def test_declared_types_read_type_lists_and_unions() -> None:
+    assert declared_types({"type": ["integer", "null"]}) == {"integer", "null"}
+    assert declared_types({"oneOf": [{"type": "string"}, {"type": "array"}]}) == {"string", "array"}
+    assert declared_types({"anyOf": [{"type": "string"}, {}]}) == frozenset()  # one untyped option allows anything
+    assert declared_types({"description": "no type"}) == frozenset()
+
+
+def test_tool_index_checks_names_only_when_the_request_sent_tools() -> None:
+    assert ToolIndex.of(None).knows("anything")
+    assert not ToolIndex.of([]).knows("anything")
+    index = ToolIndex.of([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": {}}}}}])
+    assert index.knows("f") and not index.knows("g")
+    assert index.parameter_schema("f", "x") == {} and index.parameter_schema("f", "y") is None
