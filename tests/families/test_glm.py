@@ -7,32 +7,47 @@ on a proxy tokenizer (the Qwen3 vocabulary with every GLM marker atomic), since 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from functools import cache
-from pathlib import Path
-from typing import Any
 
-import jinja2
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tito.cli import main
 from tito.families import get_family
-from tito.messages import normalize_messages
-from tito.rendering import compile_template, render_template
+from tito.rendering import render_template
 from tito.tokenizer import get_tito_tokenizer
-from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
 
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "templates"
+from . import rendering_helpers as shared
+from .rendering_helpers import (
+    BROAD,
+    STUB_CONTEXT,
+    Message,
+    append_only_failures,
+    append_sequences,
+    appended_messages,
+    assert_reasoning_kept_without_the_pinned_kwarg,
+    assert_transformers_renders_loop_alike,
+    assert_verify_passes,
+    bind,
+    broad_conversations,
+    call,
+    coding_loop,
+    fixed_template,
+    loop_and_first_turns,
+    loop_histories,
+    proxy_tokenizer,
+    suffix_after,
+)
+from .rendering_helpers import reference_template as official
+
 FAMILY = get_family("glm47")
-FIXED = compile_template(FAMILY.fixed_template.source())
+FIXED = fixed_template("glm47")
+fixed = shared.fixed("glm47")
+"""Our render with the family's pinned kwargs, of messages normalised as tito hands them to the template."""
 PINNED = dict(FAMILY.fixed_template.extra_kwargs)
 OFFICIAL_NAMES = ("glm-4.7.jinja", "glm-5.jinja")
 THINKING_MODES: tuple[dict[str, bool], ...] = ({}, {"enable_thinking": True}, {"enable_thinking": False})
 OPENERS = {"tool": "<|observation|>", "user": "<|user|>", "system": "<|system|>", "assistant": "<|assistant|>"}
 
-Message = dict[str, Any]
 TOOLS: list[Message] = [
     {
         "type": "function",
@@ -57,58 +72,9 @@ TOOLS: list[Message] = [
 ]
 
 
-def official(name: str) -> jinja2.Template:
-    path = REFERENCE / name
-    if not path.is_file():
-        pytest.skip(f"reference template absent: {path} (../shared/reference beside the checkout)")
-    return compile_template(path.read_text(encoding="utf-8"))
-
-
-def fixed(messages: list[Message], tools: list[Message] | None = None, generation: bool = False, **kw: Any) -> str:
-    """Our render with the family's pinned kwargs, of messages normalised as tito hands them to the template."""
-    return render_template(
-        FIXED, normalize_messages(messages, FAMILY.tool_arguments), tools, generation, **PINNED, **kw
-    )
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> Message:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
 def canonical_loop() -> list[Message]:
     """System, one user query, tool calls and results (one and two at a time), every assistant reasoning."""
-    return [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "Why does the build fail? Ünïcödé 東京"},
-        {
-            "role": "assistant",
-            "content": "",
-            "reasoning_content": "Read the log first.",
-            "tool_calls": [call("c1", "read_file", {"path": "build.log", "lines": [1, 40]})],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "error: missing header foo.h"},
-        {
-            "role": "assistant",
-            "content": "Checking two things.",
-            "reasoning_content": "Look for the header and rerun.",
-            "tool_calls": [
-                call("c2", "run", {"cmd": "find . -name foo.h", "timeout": 30}),
-                call("c3", "read_file", {"path": "Makefile"}),
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c2", "content": "./include/foo.h"},
-        {"role": "tool", "tool_call_id": "c3", "content": "CFLAGS = -O2"},
-        {
-            "role": "assistant",
-            "content": "Add -Iinclude to CFLAGS.",
-            "reasoning_content": "The include path is missing.",
-        },
-    ]
-
-
-def first_turn_prompts() -> list[list[Message]]:
-    loop = canonical_loop()
-    return [loop[:2], loop[1:2], [{"role": "user", "content": "  spaced\nquestion  "}]]
+    return coding_loop({"path": "Makefile"})
 
 
 # ---- parity with the official templates ----------------------------------------------------------------------
@@ -121,43 +87,20 @@ def test_fixed_equals_official_on_the_agent_loop_and_first_turns(
     official_name: str, thinking: dict[str, bool], generation: bool
 ) -> None:
     reference = official(official_name)
-    loop = canonical_loop()
-    conversations = [loop[:end] for end in range(2, len(loop) + 1)] + first_turn_prompts()
-    for messages, tools in itertools.product(conversations, (None, TOOLS)):
+    for messages, tools in itertools.product(loop_and_first_turns(canonical_loop()), (None, TOOLS)):
         expected = render_template(reference, messages, tools, generation, **thinking)
         assert fixed(messages, tools, generation, **thinking) == expected, [m["role"] for m in messages]
 
 
 # A broad corpus: any role order, several users, reasoning absent/empty/padded, reasoning inside content,
 # parallel calls with every JSON type. Null content is left out (a declared deviation, tested below).
-_TEXT = st.sampled_from(["", "ok", "  padded  ", "two\nlines", "Zürich 東京 🌦️"])
-_VALUE = st.sampled_from(["text", "", 7, 2.5, True, False, None, [1, "a"], {"k": {"n": None}}])
-_CALL = st.builds(
-    lambda name, arguments: call("c", name, arguments),
-    st.sampled_from(["read_file", "run"]),
-    st.dictionaries(st.sampled_from(["path", "cmd", "n"]), _VALUE, max_size=3),
+_CONVERSATION = broad_conversations(
+    st.sampled_from(["text", "", 7, 2.5, True, False, None, [1, "a"], {"k": {"n": None}}]),
+    "<think>\nin content\n</think>\n\nanswer",
 )
-_ASSISTANT = st.builds(
-    lambda content, reasoning, calls: {
-        "role": "assistant",
-        "content": content,
-        **({} if reasoning is None else {"reasoning_content": reasoning}),
-        **({"tool_calls": calls} if calls else {}),
-    },
-    st.one_of(_TEXT, st.just("<think>\nin content\n</think>\n\nanswer")),
-    st.one_of(st.none(), st.sampled_from(["", "why", "  padded why \n"])),
-    st.lists(_CALL, max_size=2),
-)
-_MESSAGE = st.one_of(
-    st.builds(lambda role, content: {"role": role, "content": content}, st.sampled_from(["user", "system"]), _TEXT),
-    st.builds(lambda content: {"role": "tool", "tool_call_id": "c", "content": content}, _TEXT),
-    _ASSISTANT,
-)
-_CONVERSATION = st.lists(_MESSAGE, min_size=1, max_size=8)
-_BROAD = settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@_BROAD
+@BROAD
 @given(_CONVERSATION, st.sampled_from([None, TOOLS]), st.booleans(), st.sampled_from(THINKING_MODES))
 def test_with_clear_thinking_true_the_fixed_template_is_the_official_one(
     messages: list[Message], tools: list[Message] | None, generation: bool, thinking: dict[str, bool]
@@ -181,7 +124,7 @@ def spell_out_empty_reasoning(messages: list[Message]) -> list[Message]:
     ]
 
 
-@_BROAD
+@BROAD
 @given(_CONVERSATION, st.sampled_from([None, TOOLS]), st.booleans(), st.sampled_from(THINKING_MODES))
 def test_with_reasoning_kept_only_empty_reasoning_under_thinking_renders_differently(
     messages: list[Message], tools: list[Message] | None, generation: bool, thinking: dict[str, bool]
@@ -196,9 +139,7 @@ def test_with_reasoning_kept_only_empty_reasoning_under_thinking_renders_differe
 def test_reasoning_is_kept_when_the_template_is_served_without_the_pinned_kwarg() -> None:
     """An engine that loads the .jinja without tito's kwargs still renders append-only."""
     history = [*canonical_loop(), {"role": "user", "content": "next"}]
-    bare = render_template(FIXED, history, TOOLS, True)
-    assert bare == fixed(history, TOOLS, True)
-    assert all(m["reasoning_content"] in bare for m in history if m["role"] == "assistant")
+    assert_reasoning_kept_without_the_pinned_kwarg("glm47", history, TOOLS)
 
 
 def test_null_content_renders_empty_where_the_official_writes_none() -> None:
@@ -229,16 +170,7 @@ def test_arguments_as_json_text_are_decoded_before_rendering() -> None:
 
 def test_transformers_renders_the_fixed_template_identically() -> None:
     """Engines render the shipped .jinja through transformers: it must give the bytes tito gives."""
-    hf = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers not installed")
-    template = hf._compile_jinja_template(FAMILY.fixed_template.source())
-    loop = canonical_loop()
-    for end, tools, generation in itertools.product(range(1, len(loop) + 1), (None, TOOLS), (False, True)):
-        messages = normalize_messages(loop[:end], FAMILY.tool_arguments)
-        for kwargs in ({**PINNED}, {**PINNED, "enable_thinking": False}):
-            expected = template.render(
-                messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **kwargs
-            )
-            assert render_template(FIXED, messages, tools, generation, **kwargs) == expected
+    assert_transformers_renders_loop_alike("glm47", canonical_loop(), TOOLS)
 
 
 # ---- append-only rendering -----------------------------------------------------------------------------------
@@ -246,17 +178,7 @@ def test_transformers_renders_the_fixed_template_identically() -> None:
 
 def histories() -> dict[str, list[Message]]:
     """Conversations ending with a generated assistant: after an answer, after a tool call, a bare chat."""
-    loop = canonical_loop()
-    return {"answered": loop, "tool_call": loop[:5], "bare": [loop[1], loop[-1]]}
-
-
-def appended_message(role: str, index: int) -> Message:
-    content = f"appended {role} {index}"
-    if role == "assistant":
-        return {"role": "assistant", "content": content, "reasoning_content": f"injected reasoning {index}"}
-    if role == "tool":
-        return {"role": "tool", "tool_call_id": "c1", "content": content}
-    return {"role": role, "content": content}
+    return loop_histories(canonical_loop())
 
 
 def rendered_turn(message: Message) -> str:
@@ -267,43 +189,21 @@ def rendered_turn(message: Message) -> str:
     return f"<tool_response>{content}</tool_response>" if role == "tool" else f"{OPENERS[role]}{content}"
 
 
-STUB_CONTEXT: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
-"""A constant context: fixed templates render appended messages after it exactly as after the real history."""
-ROLE_SEQUENCES = [seq for n in (1, 2, 3) for seq in itertools.product(FAMILY.supported_roles, repeat=n)]
-
-
-def append_only_failures(
-    render: Callable[[list[Message], bool], str], history: list[Message], appended: list[Message]
-) -> Iterator[str]:
-    """Invariants 1 and 6 for one case, as messages; `render(messages, generation)` is the template under test."""
-    before = render(history, False)
-    after = render(history + appended, True)
-    if not after.startswith(before):
-        yield f"render of the history is not a prefix: {before[-60:]!r}"
-        return
-    suffix = after[len(before) :]
-    yield from (f"{m['role']} content missing" for m in appended if m["content"] not in suffix)
-    generation_prompt = after[len(render(history + appended, False)) :]
-    if not (generation_prompt.startswith(FAMILY.assistant_opener) and suffix.endswith(generation_prompt)):
-        yield f"suffix does not end with the generation prompt: {suffix[-40:]!r}"
-
-
-def fixed_renderer(**kwargs: Any) -> Callable[[list[Message], bool], str]:
-    return lambda messages, generation: fixed(messages, TOOLS, generation, **kwargs)
+ROLE_SEQUENCES = append_sequences("glm47")
 
 
 @pytest.mark.parametrize("roles", ROLE_SEQUENCES, ids="-".join)
 def test_every_role_sequence_appends_well_formed_after_any_history(roles: tuple[str, ...]) -> None:
-    appended = [appended_message(role, i) for i, role in enumerate(roles)]
+    appended = appended_messages(roles, "c1")
     for (name, history), kwargs in itertools.product(histories().items(), THINKING_MODES[1:]):
-        render = fixed_renderer(**kwargs)
-        assert not list(append_only_failures(render, history, appended)), (name, kwargs)
-        suffix = render(history + appended, True)[len(render(history, False)) :]
+        render = bind(fixed, TOOLS, **kwargs)
+        assert not append_only_failures(render, "glm47", history, appended), (name, kwargs)
+        suffix = suffix_after(render, history, appended)
         assert suffix.startswith(OPENERS[roles[0]]), "the appended render must bring the real opener"
         assert not suffix.startswith(OPENERS[roles[0]] * 2)
         assert all(rendered_turn(m) in suffix for m in appended), "each appended message is a well-formed turn"
         for context in ([{"role": "user", "content": "."}, history[-1]], STUB_CONTEXT):
-            local = fixed([*context, *appended], None, True, **kwargs)[len(fixed(context, None, False, **kwargs)) :]
+            local = suffix_after(bind(fixed, None, **kwargs), context, appended)
             assert local == suffix, "appended messages must render the same after any assistant, without tools"
 
 
@@ -315,16 +215,11 @@ def test_the_official_template_fails_the_append_only_check_for_a_user_turn() -> 
         return render_template(reference, messages, TOOLS, generation)
 
     history = histories()["answered"]
-    assert list(append_only_failures(render, history, [appended_message("user", 0)]))
-    assert not list(append_only_failures(render, history, [appended_message("tool", 0)]))
+    assert append_only_failures(render, "glm47", history, appended_messages(["user"], "c1"))
+    assert not append_only_failures(render, "glm47", history, appended_messages(["tool"], "c1"))
 
 
 # ---- token level ---------------------------------------------------------------------------------------------
-
-
-@cache
-def proxy_tokenizer() -> LocalTokenizer:
-    return build_proxy_tokenizer(tuple(dict.fromkeys([*FAMILY.special_tokens, *FAMILY.stop_tokens])))
 
 
 def test_the_junction_drops_exactly_one_trailing_id() -> None:
@@ -336,11 +231,11 @@ def test_the_junction_drops_exactly_one_trailing_id() -> None:
 @pytest.mark.parametrize("stop", FAMILY.stop_tokens)
 def test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled(thinking: bool, stop: str) -> None:
     """Stored ids end with the sampled stop (`<|observation|>` even if a user follows); merge drops it, no duplicate."""
-    tokenizer = proxy_tokenizer()
+    tokenizer = proxy_tokenizer("glm47")
     tt = get_tito_tokenizer(tokenizer, "glm47", {"enable_thinking": thinking})
     (stop_id,) = tokenizer.encode(stop, add_special_tokens=False)
     for history, roles in itertools.product(histories().values(), ROLE_SEQUENCES):
-        appended = [appended_message(role, i) for i, role in enumerate(roles)]
+        appended = appended_messages(roles, "c1")
         stored = [*tokenizer.encode(tt.render(history, TOOLS), add_special_tokens=False), stop_id]
         merged = tt.merge_tokens(history, history + appended, stored, TOOLS)
         full = tokenizer.encode(tt.render(history + appended, TOOLS, add_generation_prompt=True))
@@ -351,10 +246,10 @@ def test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled(thi
 
 def test_keeping_the_sampled_stop_token_would_duplicate_the_opener() -> None:
     """Negative control: without the declared drop, a tool result after `<|observation|>` gets two openers."""
-    tokenizer = proxy_tokenizer()
+    tokenizer = proxy_tokenizer("glm47")
     tt = get_tito_tokenizer(tokenizer, "glm47")
     history = histories()["tool_call"]
-    appended = [appended_message("tool", 0)]
+    appended = appended_messages(["tool"], "c1")
     stored = tokenizer.encode(tt.render(history, TOOLS) + "<|observation|>")
     kept_stop = [*stored, *tt.tokenize_additional_messages(history, history + appended, TOOLS)]
     assert kept_stop != tokenizer.encode(tt.render(history + appended, TOOLS, add_generation_prompt=True))
@@ -362,5 +257,4 @@ def test_keeping_the_sampled_stop_token_would_duplicate_the_opener() -> None:
 
 
 def test_tito_verify_passes_for_glm47(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "--family", "glm47"]) == 0, capsys.readouterr().err
-    assert "glm47: " in capsys.readouterr().out
+    assert_verify_passes("glm47", capsys)

@@ -9,63 +9,43 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
-from functools import cache
 from typing import Any
 
 import pytest
 
-from tests.conftest import reference_path
 from tito.conformance import TOOLS, shapes
 from tito.families import get_family
-from tito.messages import normalize_messages
 from tito.rendering import compile_template, render_template
 from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
-from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
+
+from .rendering_helpers import (
+    Message,
+    Render,
+    append_only_failures,
+    append_sequences,
+    appended_messages,
+    assert_same_renders,
+    assert_transformers_renders_alike,
+    bind,
+    cut_after_last,
+    fixed,
+    fixed_template,
+    messages_of,
+    official,
+    official_source,
+    proxy_tokenizer,
+    shape_histories,
+    suffix_after,
+)
 
 KIMI_FAMILIES = ["kimi25", "kimi26"]
 THINKING_MODES: list[dict[str, Any]] = [{}, {"thinking": True}, {"thinking": False}]
 TOOL_LOOPS = ["single_tool", "parallel_tools", "long_chain", "unicode_boolean_arguments", "string_arguments"]
-Message = dict[str, Any]
-Render = Callable[..., str]
 
 
-def official_source(family: str) -> str:
-    return reference_path("templates", str(get_family(family).official_template)).read_text(encoding="utf-8")
-
-
-def renderer(source: str, family: str, **pinned: Any) -> Render:
-    """Render like TitoTokenizer.render: normalised messages, then the template with the given kwargs."""
-    template = compile_template(source)
-    style = get_family(family).tool_arguments
-
-    def render(messages: Sequence[Message], tools: Any = None, generation: bool = False, **kwargs: Any) -> str:
-        return render_template(template, normalize_messages(messages, style), tools, generation, **pinned, **kwargs)
-
-    return render
-
-
-def fixed(family: str, **overrides: Any) -> Render:
-    declared = get_family(family)
-    return renderer(declared.fixed_template.source(), family, **{**declared.fixed_template.extra_kwargs, **overrides})
-
-
-def official(family: str, **kwargs: Any) -> Render:
-    return renderer(official_source(family), family, **kwargs)
-
-
-def messages_of(shape: str) -> list[Message]:
-    return [dict(turn.message) for turn in shapes()[shape]]
-
-
-def assert_same_renders(family: str, conversations: list[list[Message]], **kwargs: Any) -> None:
+def assert_renders_alike(family: str, conversations: list[list[Message]], **kwargs: Any) -> None:
     """Fixed and official (both given `kwargs`) render alike, with and without tools and generation prompt."""
-    ours, theirs = fixed(family, **kwargs), official(family, **kwargs)
-    for messages, tools, generation, thinking in itertools.product(
-        conversations, (None, TOOLS), (False, True), THINKING_MODES
-    ):
-        expected = theirs(messages, tools, generation, **thinking)
-        assert ours(messages, tools, generation, **thinking) == expected, (messages[-1], tools, generation, thinking)
+    assert_same_renders(fixed(family, **kwargs), official(family, **kwargs), conversations, THINKING_MODES)
 
 
 def agent_loop_prefixes(family: str) -> list[list[Message]]:
@@ -82,13 +62,13 @@ def agent_loop_prefixes(family: str) -> list[list[Message]]:
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 def test_fixed_equals_official_on_the_canonical_agent_loop(family: str) -> None:
     # The official template is given the pinned kwarg too: K2.6 reads its own preserve_thinking, K2.5 ignores it.
-    assert_same_renders(family, agent_loop_prefixes(family), **get_family(family).fixed_template.extra_kwargs)
+    assert_renders_alike(family, agent_loop_prefixes(family), **get_family(family).fixed_template.extra_kwargs)
 
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 def test_fixed_equals_official_on_first_turn_prompts(family: str) -> None:
     first_turns = [messages_of(shape)[:2] for shape in shapes()] + [[messages_of("single_tool")[1]]]
-    assert_same_renders(family, first_turns)
+    assert_renders_alike(family, first_turns)
 
 
 def broader_corpus() -> list[list[Message]]:
@@ -113,8 +93,7 @@ def test_flipped_kwarg_renders_the_official_template(family: str) -> None:
     """preserve_thinking=false is the official behaviour: then every shape renders byte-identically, which
     proves the declared reasoning deviation is the only difference there. Rendered raw (no normalisation),
     so the templates' own handling of list content is compared too."""
-    ours = compile_template(get_family(family).fixed_template.source())
-    theirs = compile_template(official_source(family))
+    ours, theirs = fixed_template(family), compile_template(official_source(family))
     for messages, tools, generation, thinking in itertools.product(
         broader_corpus(), (None, TOOLS), (False, True), THINKING_MODES
     ):
@@ -171,8 +150,7 @@ def test_string_arguments_render_verbatim_and_objects_as_json(family: str) -> No
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 def test_every_marker_the_template_emits_is_a_declared_special_token(family: str) -> None:
-    template = compile_template(get_family(family).fixed_template.source())
-    text = "".join(render_template(template, messages, TOOLS, True) for messages in broader_corpus())
+    text = "".join(render_template(fixed_template(family), messages, TOOLS, True) for messages in broader_corpus())
     emitted = set(re.findall(r"<\|[a-z0-9_]+\|>|</?think>", text)) - {"<|kimi_k25_video_placeholder|>"}
     assert emitted <= set(get_family(family).special_tokens)
     assert "<|im_middle|>" in emitted and "<|tool_call_argument_begin|>" in emitted
@@ -180,27 +158,7 @@ def test_every_marker_the_template_emits_is_a_declared_special_token(family: str
 
 # ---- append-only ----------------------------------------------------------------------------------------------
 
-APPEND_SEQUENCES = [
-    seq for length in (1, 2, 3) for seq in itertools.product(get_family("kimi25").supported_roles, repeat=length)
-]
-
-
-def appended_message(role: str, index: int) -> Message:
-    return {
-        "tool": {"role": "tool", "tool_call_id": "call_1", "content": f"tool result {index}"},
-        "user": {"role": "user", "content": f"user message {index}"},
-        "system": {"role": "system", "content": f"system note {index}"},
-        "assistant": {"role": "assistant", "content": f"injected {index}", "reasoning_content": f"why {index}"},
-    }[role]
-
-
-def histories() -> dict[str, list[Message]]:
-    """Histories that end with the generated assistant: mid tool loop, after a final answer, multi-user."""
-    return {
-        "tool_call": messages_of("single_tool")[:3],
-        "final_answer": messages_of("single_tool"),
-        "multi_user": messages_of("multi_user"),
-    }
+APPEND_SEQUENCES = append_sequences("kimi25")
 
 
 def expected_turn(family: str, message: Message, thinking: dict[str, Any]) -> str:
@@ -215,56 +173,41 @@ def expected_turn(family: str, message: Message, thinking: dict[str, Any]) -> st
     return f"{marker}{message['role']}<|im_middle|>{content}<|im_end|>"
 
 
-def append_only_failures(
+def kimi_append_failures(
     render: Render, family: str, history: list[Message], appended: list[Message], thinking: dict[str, Any]
 ) -> list[str]:
-    """Invariant 1 and 6 at text level; an empty list means the append is clean."""
-    before = render(history, TOOLS, False, **thinking)
-    after = render(history + appended, TOOLS, True, **thinking)
-    if not after.startswith(before):
-        offset = next(i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b)
-        return [f"history rewritten at char {offset}: {before[offset : offset + 50]!r} -> {after[offset:][:50]!r}"]
-    suffix = after[len(before) :]
-    problems = [f"{m['role']} turn missing" for m in appended if expected_turn(family, m, thinking) not in suffix]
-    generation_prompt = after[len(render(history + appended, TOOLS, False, **thinking)) :]
-    if not (suffix.endswith(generation_prompt) and generation_prompt.startswith(get_family(family).assistant_opener)):
-        problems.append(f"suffix does not end with the generation prompt: {suffix[-60:]!r}")
-    return problems
+    """Invariant 1 and 6 at text level, with tools and the thinking mode; an empty list means the append is clean."""
+    turns = [expected_turn(family, m, thinking) for m in appended]
+    return append_only_failures(bind(render, TOOLS, **thinking), family, history, appended, turns)
 
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 @pytest.mark.parametrize("sequence", APPEND_SEQUENCES, ids="-".join)
 def test_every_append_sequence_extends_the_render_with_well_formed_turns(family: str, sequence: tuple[str]) -> None:
     render = fixed(family)
-    appended = [appended_message(role, i) for i, role in enumerate(sequence)]
-    for (name, history), thinking in itertools.product(histories().items(), THINKING_MODES):
-        assert not append_only_failures(render, family, history, appended, thinking), (name, thinking)
+    appended = appended_messages(sequence)
+    for (name, history), thinking in itertools.product(shape_histories().items(), THINKING_MODES):
+        assert not kimi_append_failures(render, family, history, appended, thinking), (name, thinking)
         # tito renders appended messages after a stub context (Family.context): the suffix must not depend on
         # anything before it, not even on the stored assistant.
+        with_tools = bind(render, TOOLS, **thinking)
+        full = suffix_after(with_tools, history, appended)
         for context in ([CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT], [CONTEXT_STUB_USER, history[-1]]):
-            suffix = render(context + appended, TOOLS, True, **thinking)[len(render(context, TOOLS, **thinking)) :]
-            full = render(history + appended, TOOLS, True, **thinking)[len(render(history, TOOLS, **thinking)) :]
-            assert suffix == full, (name, thinking, context[-1])
+            assert suffix_after(with_tools, context, appended) == full, (name, thinking, context[-1])
 
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 def test_official_template_fails_the_append_check_where_it_rewrites_history(family: str) -> None:
     """Negative control: an injected assistant moves the official split and erases earlier reasoning."""
-    history = histories()["tool_call"]
+    history = shape_histories()["tool_call"]
     for sequence in (("assistant",), ("tool", "assistant"), ("user", "system", "assistant")):
-        appended = [appended_message(role, i) for i, role in enumerate(sequence)]
-        failures = append_only_failures(official(family), family, history, appended, {})
+        appended = appended_messages(sequence)
+        failures = kimi_append_failures(official(family), family, history, appended, {})
         assert failures and failures[0].startswith("history rewritten"), sequence
-        assert not append_only_failures(fixed(family), family, history, appended, {}), sequence
+        assert not kimi_append_failures(fixed(family), family, history, appended, {}), sequence
 
 
 # ---- token level ----------------------------------------------------------------------------------------------
-
-
-@cache
-def proxy_tokenizer(family: str) -> LocalTokenizer:
-    declared = get_family(family)
-    return build_proxy_tokenizer(tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens])))
 
 
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
@@ -273,11 +216,13 @@ def test_merge_tokens_equals_the_ids_of_the_full_render(family: str, sequence: t
     """Stored ids (the old render cut right after the sampled `<|im_end|>`) + appended ids == full render ids."""
     tokenizer = proxy_tokenizer(family)
     end_id = tokenizer.convert_tokens_to_ids(get_family(family).end_of_turn)
-    appended = [appended_message(role, i) for i, role in enumerate(sequence)]
-    for (name, history), thinking in itertools.product(histories().items(), ({"thinking": True}, {"thinking": False})):
+    appended = appended_messages(sequence)
+    for (name, history), thinking in itertools.product(
+        shape_histories().items(), ({"thinking": True}, {"thinking": False})
+    ):
         tt = get_tito_tokenizer(tokenizer, family, thinking)
         ids = tokenizer.encode(tt.render(history, TOOLS), add_special_tokens=False)
-        stored = ids[: len(ids) - ids[::-1].index(end_id)]
+        stored = cut_after_last(ids, end_id)
         assert stored == ids, "PLAIN junction: nothing follows <|im_end|> in the render"
         expected = tokenizer.encode(tt.render(history + appended, TOOLS, True), add_special_tokens=False)
         assert tt.merge_tokens(history, history + appended, stored, TOOLS) == expected, (name, thinking)
@@ -286,10 +231,6 @@ def test_merge_tokens_equals_the_ids_of_the_full_render(family: str, sequence: t
 @pytest.mark.parametrize("family", KIMI_FAMILIES)
 def test_fixed_template_renders_identically_in_transformers(family: str) -> None:
     """Engines (SGLang, vLLM) render the .jinja through transformers: it must give the same bytes."""
-    chat_template_utils = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers absent")
-    source = get_family(family).fixed_template.source()
-    hf = chat_template_utils._compile_jinja_template(source)
     kwargs = dict(get_family(family).fixed_template.extra_kwargs)
-    for messages, generation in itertools.product(broader_corpus(), (False, True)):
-        expected = hf.render(messages=messages, tools=TOOLS, documents=None, add_generation_prompt=generation, **kwargs)
-        assert render_template(compile_template(source), messages, TOOLS, generation, **kwargs) == expected
+    cases = itertools.product(broader_corpus(), [TOOLS], (False, True), [kwargs])
+    assert_transformers_renders_alike(family, cases)

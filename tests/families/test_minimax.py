@@ -9,58 +9,38 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
-from functools import cache
-from typing import Any
 
 import pytest
 
-from tests.conftest import reference_path
 from tito.conformance import TOOLS, shapes
 from tito.errors import TemplateRenderError
 from tito.families import get_family
 from tito.messages import normalize_messages
 from tito.rendering import compile_template, render_template
 from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
-from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
+
+from .rendering_helpers import (
+    Message,
+    Render,
+    append_only_failures,
+    append_sequences,
+    appended_messages,
+    assert_same_renders,
+    assert_transformers_renders_alike,
+    bind,
+    cut_after_last,
+    fixed,
+    fixed_template,
+    messages_of,
+    official,
+    official_source,
+    proxy_tokenizer,
+    shape_histories,
+    suffix_after,
+)
 
 MINIMAX_FAMILIES = ["minimax_m25", "minimax_m27"]
 TOOL_LOOPS = ["single_tool", "parallel_tools", "long_chain", "unicode_boolean_arguments", "string_arguments"]
-Message = dict[str, Any]
-Render = Callable[..., str]
-
-
-def official_source(family: str) -> str:
-    return reference_path("templates", str(get_family(family).official_template)).read_text(encoding="utf-8")
-
-
-def renderer(source: str, family: str, **pinned: Any) -> Render:
-    """Render like TitoTokenizer.render: normalised messages (arguments decoded to objects), then the template."""
-    template = compile_template(source)
-    style = get_family(family).tool_arguments
-
-    def render(messages: Sequence[Message], tools: Any = None, generation: bool = False, **kwargs: Any) -> str:
-        return render_template(template, normalize_messages(messages, style), tools, generation, **pinned, **kwargs)
-
-    return render
-
-
-def fixed(family: str, **overrides: Any) -> Render:
-    declared = get_family(family)
-    return renderer(declared.fixed_template.source(), family, **{**declared.fixed_template.extra_kwargs, **overrides})
-
-
-def official(family: str) -> Render:
-    return renderer(official_source(family), family)
-
-
-def messages_of(shape: str) -> list[Message]:
-    return [dict(turn.message) for turn in shapes()[shape]]
-
-
-def assert_same_renders(ours: Render, theirs: Render, conversations: list[list[Message]]) -> None:
-    for messages, tools, generation in itertools.product(conversations, (None, TOOLS), (False, True)):
-        assert ours(messages, tools, generation) == theirs(messages, tools, generation), (messages[-1], tools)
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
@@ -101,8 +81,7 @@ def test_flipped_kwarg_renders_the_official_template(family: str) -> None:
     deviation) then renders byte-identically, which proves the reasoning deviation is exactly what we say."""
     corpus = [messages_of(shape) for shape in shapes() if shape != "mid_session_system"]
     assert_same_renders(fixed(family, clear_thinking=True), official(family), corpus)
-    ours = compile_template(get_family(family).fixed_template.source())
-    theirs = compile_template(official_source(family))
+    ours, theirs = fixed_template(family), compile_template(official_source(family))
     for messages, generation in itertools.product(raw_corpus(), (False, True)):
         expected = render_template(theirs, messages, TOOLS, generation, model_identity="I am M.")
         assert render_template(ours, messages, TOOLS, generation, clear_thinking=True, model_identity="I am M.") == (
@@ -167,14 +146,14 @@ def test_parameters_spell_non_strings_as_json_and_strings_verbatim(family: str) 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
 def test_undecoded_string_arguments_are_refused_with_the_reason(family: str) -> None:
     call = {"function": {"name": "f", "arguments": "{}"}}
-    template = compile_template(get_family(family).fixed_template.source())
+    template = fixed_template(family)
     with pytest.raises(TemplateRenderError, match="must be an object"):
         render_template(template, [{"role": "assistant", "content": "", "tool_calls": [call]}])
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
 def test_every_marker_the_template_emits_is_a_declared_special_token(family: str) -> None:
-    template = compile_template(get_family(family).fixed_template.source())
+    template = fixed_template(family)
     text = "".join(render_template(template, messages, TOOLS, True) for messages in raw_corpus())
     emitted = set(re.findall(r"\]~!?b[\[\]]|\[e~\[|</?think>|</?minimax:tool_call>", text))
     assert emitted == set(get_family(family).special_tokens)
@@ -182,27 +161,7 @@ def test_every_marker_the_template_emits_is_a_declared_special_token(family: str
 
 # ---- append-only ----------------------------------------------------------------------------------------------
 
-APPEND_SEQUENCES = [
-    seq for length in (1, 2, 3) for seq in itertools.product(get_family("minimax_m25").supported_roles, repeat=length)
-]
-
-
-def appended_message(role: str, index: int) -> Message:
-    return {
-        "tool": {"role": "tool", "tool_call_id": "call_1", "content": f"tool result {index}"},
-        "user": {"role": "user", "content": f"user message {index}"},
-        "system": {"role": "system", "content": f"system note {index}"},
-        "assistant": {"role": "assistant", "content": f"injected {index}", "reasoning_content": f"why {index}"},
-    }[role]
-
-
-def histories() -> dict[str, list[Message]]:
-    """Histories that end with the generated assistant: mid tool loop, after a final answer, multi-user."""
-    return {
-        "tool_call": messages_of("single_tool")[:3],
-        "final_answer": messages_of("single_tool"),
-        "multi_user": messages_of("multi_user"),
-    }
+APPEND_SEQUENCES = append_sequences("minimax_m25")
 
 
 def expected_turns(appended: list[Message]) -> list[str]:
@@ -223,58 +182,43 @@ def expected_turns(appended: list[Message]) -> list[str]:
     return turns
 
 
-def append_only_failures(render: Render, family: str, history: list[Message], appended: list[Message]) -> list[str]:
-    """Invariants 1 and 6 at text level; an empty list means the append is clean."""
+def minimax_append_failures(render: Render, family: str, history: list[Message], appended: list[Message]) -> list[str]:
+    """Invariants 1 and 6 at text level, with tools; a refused render is a failure too (the official refuses some
+    sequences). An empty list means the append is clean."""
     try:
-        before = render(history, TOOLS, False)
-        after = render(history + appended, TOOLS, True)
+        return append_only_failures(bind(render, TOOLS), family, history, appended, expected_turns(appended))
     except TemplateRenderError as exc:
         return [f"render failed: {exc}"]
-    if not after.startswith(before):
-        offset = next(i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b)
-        return [f"history rewritten at char {offset}: {before[offset : offset + 50]!r} -> {after[offset:][:50]!r}"]
-    suffix = after[len(before) :]
-    problems = [f"turn missing: {turn!r}" for turn in expected_turns(appended) if turn not in suffix]
-    generation_prompt = after[len(render(history + appended, TOOLS, False)) :]
-    if not (suffix.endswith(generation_prompt) and generation_prompt.startswith(get_family(family).assistant_opener)):
-        problems.append(f"suffix does not end with the generation prompt: {suffix[-60:]!r}")
-    return problems
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
 @pytest.mark.parametrize("sequence", APPEND_SEQUENCES, ids="-".join)
 def test_every_append_sequence_extends_the_render_with_well_formed_turns(family: str, sequence: tuple[str]) -> None:
     render = fixed(family)
-    appended = [appended_message(role, i) for i, role in enumerate(sequence)]
-    for name, history in histories().items():
-        assert not append_only_failures(render, family, history, appended), name
+    appended = appended_messages(sequence)
+    for name, history in shape_histories().items():
+        assert not minimax_append_failures(render, family, history, appended), name
         # tito renders appended messages after a stub context (Family.context): the suffix must not depend on
         # anything before it, not even on the stored assistant.
-        full_suffix = render(history + appended, TOOLS, True)[len(render(history, TOOLS)) :]
+        full_suffix = suffix_after(bind(render, TOOLS), history, appended)
         for context in ([CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT], [CONTEXT_STUB_USER, history[-1]]):
-            assert full_suffix == render(context + appended, TOOLS, True)[len(render(context, TOOLS)) :], name
+            assert full_suffix == suffix_after(bind(render, TOOLS), context, appended), name
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
 def test_official_template_fails_the_append_check_where_it_rewrites_history(family: str) -> None:
     """Negative control: a new user query erases earlier reasoning, a system message vanishes, and a tool
     result after an injected assistant is refused by the official template."""
-    history = histories()["tool_call"]
+    history = shape_histories()["tool_call"]
     expected_failure = {("user",): "history rewritten", ("system",): "turn missing", ("assistant", "tool"): "render"}
     for sequence, failure in expected_failure.items():
-        appended = [appended_message(role, i) for i, role in enumerate(sequence)]
-        failures = append_only_failures(official(family), family, history, appended)
+        appended = appended_messages(sequence)
+        failures = minimax_append_failures(official(family), family, history, appended)
         assert failures and failures[0].startswith(failure), (sequence, failures)
-        assert not append_only_failures(fixed(family), family, history, appended), sequence
+        assert not minimax_append_failures(fixed(family), family, history, appended), sequence
 
 
 # ---- token level ----------------------------------------------------------------------------------------------
-
-
-@cache
-def proxy_tokenizer(family: str) -> LocalTokenizer:
-    declared = get_family(family)
-    return build_proxy_tokenizer(tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens])))
 
 
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
@@ -284,11 +228,11 @@ def test_merge_tokens_equals_the_ids_of_the_full_render(family: str, sequence: t
     ids == the ids of the full render: the junction inserts the newline."""
     tokenizer = proxy_tokenizer(family)
     end_id = tokenizer.convert_tokens_to_ids(get_family(family).end_of_turn)
-    appended = [appended_message(role, i) for i, role in enumerate(sequence)]
+    appended = appended_messages(sequence)
     tt = get_tito_tokenizer(tokenizer, family)
-    for name, history in histories().items():
+    for name, history in shape_histories().items():
         ids = tokenizer.encode(tt.render(history, TOOLS), add_special_tokens=False)
-        stored = ids[: len(ids) - ids[::-1].index(end_id)]
+        stored = cut_after_last(ids, end_id)
         assert len(stored) == len(ids) - 1, "the render writes one `\\n` token after the stop token"
         expected = tokenizer.encode(tt.render(history + appended, TOOLS, True), add_special_tokens=False)
         assert tt.merge_tokens(history, history + appended, stored, TOOLS) == expected, name
@@ -303,11 +247,8 @@ def test_templates_differ_only_in_the_identity_line() -> None:
 @pytest.mark.parametrize("family", MINIMAX_FAMILIES)
 def test_fixed_template_renders_identically_in_transformers(family: str) -> None:
     """Engines (SGLang, vLLM) render the .jinja through transformers: it must give the same bytes."""
-    chat_template_utils = pytest.importorskip("transformers.utils.chat_template_utils", reason="transformers absent")
-    source = get_family(family).fixed_template.source()
-    hf = chat_template_utils._compile_jinja_template(source)
     kwargs = dict(get_family(family).fixed_template.extra_kwargs)
     shaped = [normalize_messages(messages_of(shape), get_family(family).tool_arguments) for shape in shapes()]
-    for messages, generation in itertools.product([*shaped, *raw_corpus()], (False, True)):
-        expected = hf.render(messages=messages, tools=TOOLS, documents=None, add_generation_prompt=generation, **kwargs)
-        assert render_template(compile_template(source), messages, TOOLS, generation, **kwargs) == expected
+    assert_transformers_renders_alike(
+        family, itertools.product([*shaped, *raw_corpus()], [TOOLS], (False, True), [kwargs])
+    )

@@ -11,13 +11,19 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 Message = dict[str, Any]
+Encode = Callable[[list[Message], Any, bool, dict[str, Any]], str]
+
+PARITY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+"""Hypothesis settings of the byte-parity tests against the published encoders."""
 
 _REFERENCE_PACKAGE = "llm_router_utils.sglang.srt.entrypoints.openai"
 
@@ -44,6 +50,13 @@ def reference_render(
         placed[0]["tools"] = copy.deepcopy(tools)
     mode = "thinking" if thinking else "chat"
     return str(module.encode_messages(placed, thinking_mode=mode, drop_thinking=drop_thinking))
+
+
+def assert_encoding_leaves_input_alone(encode: Encode, messages: list[Message], tools: Any, thinking: bool) -> None:
+    """Encoding (pinned kwargs, generation prompt due) must not mutate the caller's messages or tools."""
+    before = copy.deepcopy((messages, tools))
+    encode(messages, tools, True, {**KEEP, "thinking": thinking})
+    assert (messages, tools) == before
 
 
 # Text that exercises escaping and tokenization: quotes, braces, markup-like text, newlines, non-ASCII.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tito.errors import TemplateRenderError
@@ -16,6 +15,9 @@ from tito.families.deepseek.common import ASSISTANT, EOS, THINK_END, THINK_START
 from .conversations import (
     DROP,
     KEEP,
+    PARITY,
+    Message,
+    assert_encoding_leaves_input_alone,
     assistant,
     conversations,
     generation_prompt_due,
@@ -24,9 +26,6 @@ from .conversations import (
     texts,
     tool_lists,
 )
-
-Message = dict[str, Any]
-PARITY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +70,7 @@ def test_drop_thinking_false_equals_the_reference_where_it_keeps_all_reasoning(
 @settings(max_examples=100, deadline=None)
 @given(messages=conversations(reasoning=texts), tools=tool_lists, thinking=st.booleans())
 def test_encoding_never_mutates_the_messages(messages: list[Message], tools: Any, thinking: bool) -> None:
-    before = copy.deepcopy((messages, tools))
-    v32.encode(messages, tools, True, {**KEEP, "thinking": thinking})
-    assert (messages, tools) == before
+    assert_encoding_leaves_input_alone(v32.encode, messages, tools, thinking)
 
 
 def test_pinned_render_keeps_earlier_reasoning_and_opens_thinking_after_every_user_turn() -> None:
