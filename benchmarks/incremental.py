@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -55,18 +56,25 @@ def conversation(tt: Any, target_tokens: int) -> list[dict[str, Any]]:
 
 
 def best_seconds(function: Callable[[], object], budget: float = 0.4, minimum: int = 5) -> float:
+    """The least-disturbed run (timings on a shared 2-core machine are noisy upward), garbage collection
+    paused as timeit does, so a collection of the big history heap is not billed to one turn."""
     samples: list[float] = []
-    deadline = time.perf_counter() + budget
-    while len(samples) < minimum or time.perf_counter() < deadline:
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-        if len(samples) >= 2000:
-            break
-    return min(samples)  # the least-disturbed run: timings on a shared 2-core machine are noisy upward
+    gc.disable()
+    try:
+        deadline = time.perf_counter() + budget
+        while len(samples) < minimum or time.perf_counter() < deadline:
+            start = time.perf_counter()
+            function()
+            samples.append(time.perf_counter() - start)
+            if len(samples) >= 2000:
+                break
+    finally:
+        gc.enable()
+    return min(samples)
 
 
-def measure(family: str, size: int) -> dict[str, float]:
+def workloads(family: str, size: int) -> tuple[int, dict[str, Callable[[], object]]]:
+    """History length in tokens, and the five timed operations for one family and history size."""
     tokenizer, _ = builtin_tokenizer_for(family)
     tt = get_tito_tokenizer(tokenizer, family)
     old = conversation(tt, size)
@@ -74,22 +82,32 @@ def measure(family: str, size: int) -> dict[str, float]:
     appended = [{"role": "tool", "tool_call_id": call_id, "content": "FAILED tests/test_junction.py " + PARAGRAPH}]
     new = old + appended
     fresh = copy.deepcopy(new)
-    full_ids = tokenizer.encode(tt.render(old, TOOLS))
+    history = len(tokenizer.encode(tt.render(old, TOOLS)))
     stored = _stored_ids(tt, old, "tool")
     suffix_text = tt.render(new, TOOLS, add_generation_prompt=True)[len(tt.render(old, TOOLS)) :]
     assert tt.merge_tokens(old, new, stored, TOOLS) == tokenizer.encode(
         tt.render(new, TOOLS, add_generation_prompt=True)
-    )
-    return {
-        "history": len(full_ids),
-        "tito": best_seconds(lambda: tt.tokenize_additional_messages(old, new, TOOLS)),
-        "merge": best_seconds(lambda: tt.merge_tokens(old, new, stored, TOOLS)),
-        "match": best_seconds(lambda: appended_messages(old, fresh, tt.allowed_append_roles, tt.matcher)),
-        "full": best_seconds(
-            lambda: tokenizer.encode(tt.render(new, TOOLS, add_generation_prompt=True)), budget=0.6, minimum=3
-        ),
-        "floor": best_seconds(lambda: tokenizer.encode(suffix_text)),
+    ), "tito's prompt must equal the full render's ids before its speed means anything"
+    return history, {
+        "tito": lambda: tt.tokenize_additional_messages(old, new, TOOLS),
+        "merge": lambda: tt.merge_tokens(old, new, stored, TOOLS),
+        "match": lambda: appended_messages(old, fresh, tt.allowed_append_roles, tt.matcher),
+        "full": lambda: tokenizer.encode(tt.render(new, TOOLS, add_generation_prompt=True)),
+        "floor": lambda: tokenizer.encode(suffix_text),
     }
+
+
+def measure(family: str, sizes: list[int], rounds: int = 7) -> dict[int, dict[str, float]]:
+    """Best time per operation; sizes and operations interleave over rounds so drift hits all alike."""
+    cases = {size: workloads(family, size) for size in sizes}
+    best: dict[int, dict[str, float]] = {size: {"history": history} for size, (history, _) in cases.items()}
+    for _ in range(rounds):
+        for size, (_, operations) in cases.items():
+            for name, operation in operations.items():
+                budget = 0.15 if name == "full" else 0.05
+                seconds = best_seconds(operation, budget=budget, minimum=2 if name == "full" else 5)
+                best[size][name] = min(best[size].get(name, seconds), seconds)
+    return best
 
 
 def main() -> int:
@@ -104,10 +122,10 @@ def main() -> int:
     )
     verdicts: list[str] = []
     for family in args.families:
-        rows = {size: measure(family, size) for size in args.sizes}
+        rows = measure(family, args.sizes)
         for row in rows.values():
             print(
-                f"{family:13} {row['history']:8d} {row['tito'] * 1e6:8.0f} {row['merge'] * 1e6:9.0f} "
+                f"{family:13} {int(row['history']):8d} {row['tito'] * 1e6:8.0f} {row['merge'] * 1e6:9.0f} "
                 f"{row['match'] * 1e6:9.0f} {row['full'] * 1e6:9.0f} {row['floor'] * 1e6:9.0f} "
                 f"{row['full'] / row['tito']:10.1f} {row['tito'] / row['floor']:10.2f}",
                 flush=True,
