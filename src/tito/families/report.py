@@ -60,10 +60,17 @@ def families_markdown(results: Mapping[str, Sequence[MatrixResult]]) -> str:
             f"- template: `{template}`; pinned kwargs: {pinned}; thinking switch: `{family.thinking_kwarg}`",
             f"- junction: `{family.junction.value}` (trailing stored ids dropped: "
             f"{family.junction.trailing_ids_dropped}); end of turn `{family.end_of_turn!r}`; "
-            f"stop tokens {', '.join(f'`{t!r}`' for t in family.stop_tokens)}",
-            f"- assistant opener `{family.assistant_opener!r}`; output format `{family.output_format}`; "
-            f"tool-call arguments `{family.tool_arguments.value}`",
-            f"- official template: `{family.official_template}`" if family.official_template else "- official: —",
+            f"stop tokens {', '.join(f'`{t!r}`' for t in family.stop_tokens)}"
+            + (f"; turn openers {', '.join(f'`{t}`' for t in family.turn_openers)}" if family.turn_openers else ""),
+            f"- assistant opener `{family.assistant_opener!r}`"
+            + "".join(f", or the continuation `{prompt!r}`" for prompt in family.continuation_prompts)
+            + f"; output format `{family.output_format}`; tool-call arguments `{family.tool_arguments.value}`; "
+            f"render context `{family.context.value}`",
+            f"- official template: `{family.official_template}`"
+            if family.official_template
+            else "- official: the vendor's published Python encoder (compared in tests/families/deepseek)"
+            if family.encoder
+            else "- official: —",
         ]
         if family.deviations:
             lines += ["- differences from the official template:"]
