@@ -15,6 +15,7 @@ Imports tito.parsing's own modules and tito.families.base (for the Family type) 
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 import sys
@@ -63,7 +64,7 @@ class Body:
     attempts: list[Attempt] = field(default_factory=list)
 
 
-class OutputFormat:
+class OutputFormat(abc.ABC):
     """One completion format: its markers, whitespace conventions and tool-call grammar.
 
     Subclasses set `name`, `markers` (think markers first) and implement `parse_body`. The whitespace
@@ -86,9 +87,9 @@ class OutputFormat:
         """The sentinel that stands for `marker` in marked text."""
         return self.sentinels[marker]
 
+    @abc.abstractmethod
     def parse_body(self, text: str, tools: ToolIndex) -> Body:
         """Content and tool-call attempts from the marked text after reasoning (stop token removed)."""
-        raise NotImplementedError
 
     def content_only(self, text: str) -> Body:
         return Body(text.strip(self.content_strip))
