@@ -15,6 +15,8 @@ tests/families/test_kimi.py (parity with the official templates, append-only mat
 
 from __future__ import annotations
 
+import dataclasses
+
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _KIMI_STOPS = ("<|im_end|>", "[EOS]")
@@ -64,18 +66,11 @@ KIMI25 = Family(
     ),
 )
 
-KIMI26 = Family(
+KIMI26 = dataclasses.replace(
+    KIMI25,
     name="kimi26",
     summary="Kimi K2.6 (moonshotai/Kimi-K2.6): thinking by default, `thinking=false` turns it off",
     fixed_template=FixedTemplate("kimi26.jinja", {"preserve_thinking": True}, VALID_APPEND_ROLES),
-    junction=Junction.PLAIN,
-    end_of_turn="<|im_end|>",
-    stop_tokens=_KIMI_STOPS,
-    assistant_opener="<|im_assistant|>assistant<|im_middle|>",
-    output_format="kimi",
-    special_tokens=_KIMI_SPECIALS,
-    tool_arguments=ToolArguments.JSON_TEXT,
-    thinking_kwarg="thinking",
     official_template="kimi-k2.6.jinja",
     deviations=(
         "preserve_thinking is pinned true (official default: false, which drops the reasoning of every assistant "
@@ -84,5 +79,6 @@ KIMI26 = Family(
         _NULL_REASONING + "; a non-string `reasoning` falls back to `reasoning_content`",
     ),
 )
+"""K2.6 renders like K2.5 but has its own template: preserve_thinking is official there, default false."""
 
 FAMILIES = (KIMI25, KIMI26)

