@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tito.conformance import TOOLS, _stored_ids, builtin_tokenizer_for
+from tito.conformance import TOOLS, builtin_tokenizer_for, simulated_stored_ids
 from tito.families import list_families
 from tito.matching import appended_messages
 from tito.tokenizer import get_tito_tokenizer
@@ -83,7 +83,7 @@ def workloads(family: str, size: int) -> tuple[int, dict[str, Callable[[], objec
     new = old + appended
     fresh = copy.deepcopy(new)
     history = len(tokenizer.encode(tt.render(old, TOOLS)))
-    stored = _stored_ids(tt, old, "tool")
+    stored = simulated_stored_ids(tt, old)
     suffix_text = tt.render(new, TOOLS, add_generation_prompt=True)[len(tt.render(old, TOOLS)) :]
     assert tt.merge_tokens(old, new, stored, TOOLS) == tokenizer.encode(
         tt.render(new, TOOLS, add_generation_prompt=True)

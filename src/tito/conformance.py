@@ -209,7 +209,7 @@ def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
     return messages
 
 
-def _stored_ids(tt: TitoTokenizer, old: list[Message], next_role: str) -> list[int]:
+def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
     ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
     junction = tt.family.junction
@@ -236,7 +236,7 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     prompt = tt.render(old[:-1], TOOLS, add_generation_prompt=True)
     ok = before.startswith(prompt)
     yield "prompt_prefix_of_turn", ok, "" if ok else _first_diff(prompt, before)
-    stored = _stored_ids(tt, old, appended[0]["role"])
+    stored = simulated_stored_ids(tt, old)
     expected = tt.tokenizer.encode(after, add_special_tokens=False)
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
