@@ -94,10 +94,9 @@ class TitoTokenizer:
         self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._parser = get_completion_parser(family, tokenizer)
-        self._stub_context_text = "" if family.context is RenderContext.FULL_HISTORY else self._render(
-            _STUB_CONTEXT, None, False
-        )  # fmt: skip
+        self._stub_context_text = ""
         if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
+            self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
             self._check_junction_declaration()
 
     def _check_junction_declaration(self) -> None:
