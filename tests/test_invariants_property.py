@@ -1,0 +1,79 @@
+"""Invariants 1-3 on random conversations (hypothesis), every fixed family, beyond the matrix's fixed shapes.
+
+A conversation is a random walk over user turns, tool-calling assistants with their results, injected
+assistants and mid-session system notes, with random (unicode) text; each generated assistant is a cut.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tito.conformance import TOOLS, builtin_tokenizer_for, simulated_stored_ids
+from tito.families import list_families
+from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
+
+FAMILIES = [name for name in list_families() if name != "default"]
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
+ARGUMENTS = st.fixed_dictionaries({"query": TEXT}, optional={"limit": st.integers(0, 9), "filters": st.just({})})
+
+
+@cache
+def tito(family: str) -> TitoTokenizer:
+    tokenizer, _ = builtin_tokenizer_for(family)
+    return get_tito_tokenizer(tokenizer, family)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
+    """Messages and the indices of generated assistants (the cuts)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": draw(TEXT)},
+        {"role": "user", "content": draw(TEXT)},
+    ]
+    cuts = []
+    for step in range(draw(st.integers(1, 4))):
+        calls = [
+            {"id": f"call_{step}_{i}", "type": "function", "function": {"name": "search", "arguments": draw(ARGUMENTS)}}
+            for i in range(draw(st.integers(0, 2)))
+        ]
+        assistant = {"role": "assistant", "content": "" if calls else draw(TEXT), "reasoning_content": draw(TEXT)}
+        messages.append({**assistant, "tool_calls": calls} if calls else assistant)
+        cuts.append(len(messages) - 1)
+        messages += [{"role": "tool", "tool_call_id": call["id"], "content": draw(TEXT)} for call in calls]
+        extra = draw(st.sampled_from(["user", "system", "injected", "none"]))
+        if extra == "injected":
+            messages.append({"role": "assistant", "content": draw(TEXT)})
+        elif extra != "none":
+            messages.append({"role": extra, "content": draw(TEXT)})
+        if not calls and extra in ("none", "injected", "system"):
+            messages.append({"role": "user", "content": draw(TEXT)})
+    return messages, cuts
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_random_conversations_keep_every_invariant(family: str) -> None:
+    tt = tito(family)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(conversations())
+    def check(conversation: tuple[list[dict[str, Any]], list[int]]) -> None:
+        messages, cuts = conversation
+        for cut, next_cut in zip(cuts, [*cuts[1:], len(messages)], strict=True):
+            old, new = messages[: cut + 1], messages[:next_cut]
+            if len(new) == len(old):
+                continue
+            before = tt.render(old, TOOLS)
+            after = tt.render(new, TOOLS, add_generation_prompt=True)
+            assert after.startswith(before), "Invariant 1: the stored render must be a byte prefix"
+            stored = simulated_stored_ids(tt, old)
+            merged = tt.merge_tokens(old, new, stored, TOOLS)
+            assert merged == tt.tokenizer.encode(after, add_special_tokens=False), "Invariants 2-3"
+            kept = stored[: len(stored) - tt.family.junction.trailing_ids_dropped]
+            assert merged[: len(kept)] == kept
+
+    check()
