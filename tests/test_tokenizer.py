@@ -146,3 +146,18 @@ def test_parse_completion_reads_back_what_the_family_renders(qwen3_tokenizer: Lo
     result = tt.parse_completion(turn_ids[len(prompt_ids) :], prompt_ids)
     assert result.finish_reason == "stop"
     assert {k: result.message.get(k) for k in answer} == answer
+
+
+def test_a_transformers_tokenizer_works_as_is(qwen3_tokenizer: LocalTokenizer) -> None:
+    """DESIGN's entry point takes a Hugging Face tokenizer; it must give the same prompt as tito's own loader."""
+    transformers = pytest.importorskip("transformers", reason="transformers not installed")
+    from tests.conftest import reference_path
+
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(reference_path("tokenizers", "qwen3")))
+    ours, theirs = get_tito_tokenizer(qwen3_tokenizer, "qwen3"), get_tito_tokenizer(hf_tokenizer, "qwen3")
+    new = [*HISTORY, {"role": "user", "content": "And now?"}]
+    stored = stored_ids(qwen3_tokenizer, ours.render(HISTORY))
+    assert theirs.merge_tokens(HISTORY, new, stored) == ours.merge_tokens(HISTORY, new, stored)
+    assert theirs.render(new) == ours.render(new)
+    completion = stored[len(qwen3_tokenizer.encode(ours.render(HISTORY[:2], add_generation_prompt=True))) :]
+    assert theirs.parse_completion(completion).message == ours.parse_completion(completion).message
