@@ -7,10 +7,9 @@ render and its completion ids taken as an engine would have sampled them; then, 
   floor   tokenizer.decode(ids): the least any id -> message parser must do
 Target (issue #5): parse/floor <= 3.
 
-Families come from tests/parsing/cases.py: the registry's, rendered by their fixed templates, plus
-stand-ins rendered by the official templates (reference data in ../shared) for families not yet
-registered. Run from the repository root:
-  PYTHONPATH=src python benchmarks/parsing.py [--families qwen3 ...] [--sizes 500 4000 16000]
+Families come from tests/parsing/cases.py: every registered family, rendered by its fixed template or
+encoder. Run from the repository root:
+  python benchmarks/parsing.py [--families qwen3 ...] [--sizes 500 4000 16000]
 """
 
 from __future__ import annotations

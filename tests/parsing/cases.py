@@ -1,10 +1,5 @@
-"""One parse case per family, plus hypothesis strategies for assistant messages.
-
-Families not yet in the registry (written concurrently) get a stand-in: a Family value with the
-official template's markers and stop tokens, rendered by the official template or the reference
-DeepSeek encoder (test reference data only, never shipped). Once a family is registered the case
-switches to the registry's family and its own fixed render through TitoTokenizer.render.
-"""
+"""One parse case per registered family (its tokenizer and its own render), plus hypothesis strategies
+for assistant messages."""
 
 from __future__ import annotations
 
@@ -17,13 +12,11 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from tests.conftest import reference_path
 from tito.conformance import builtin_tokenizer_for
-from tito.families.base import Family, FixedTemplate, Junction, ToolArguments
+from tito.families.base import Family, Junction, ToolArguments
 from tito.families.registry import FAMILIES
-from tito.rendering import compile_template, render_template
 from tito.tokenizer import get_tito_tokenizer
-from tito.tokenizer_loading import Tokenizer, build_proxy_tokenizer, load_tokenizer
+from tito.tokenizer_loading import Tokenizer
 
 Message = dict[str, Any]
 Render = Callable[[list[Message], Sequence[Message] | None, bool], str]
@@ -60,99 +53,6 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
-# ---- stand-ins for families other helpers are writing (markers and stops from the official templates) ----
-
-_GLM_SPECIALS = (
-    "[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>",
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
-    "</arg_value>", "<tool_response>", "</tool_response>",
-)  # fmt: skip
-_KIMI_SPECIALS = (
-    "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>", "<|im_end|>", "<think>", "</think>",
-    "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>", "<|tool_call_end|>",
-)  # fmt: skip
-_MINIMAX_SPECIALS = ("]~!b[", "]~b]", "[e~[", "<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>")
-_NEMOTRON_SPECIALS = (
-    "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>",
-    "</tool_response>",
-)  # fmt: skip
-_DEEPSEEK_SPECIALS = (
-    "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
-    "<think>", "</think>", "｜DSML｜",
-)  # fmt: skip
-
-
-def _unrendered(*_: object) -> str:
-    raise AssertionError("stand-in families render through the case's reference renderer")
-
-
-def _stand_in(
-    name: str,
-    output_format: str,
-    stops: tuple[str, ...],
-    specials: tuple[str, ...],
-    junction: Junction = Junction.PLAIN,
-    tool_arguments: ToolArguments = ToolArguments.OBJECT,
-) -> Family:
-    return Family(
-        name=name,
-        summary="test stand-in until the family is registered",
-        fixed_template=FixedTemplate(None, {}, ()),
-        junction=junction,
-        end_of_turn=stops[0],
-        stop_tokens=stops,
-        assistant_opener="",
-        output_format=output_format,
-        special_tokens=specials,
-        tool_arguments=tool_arguments,
-        encoder=_unrendered,
-    )
-
-
-@dataclass(frozen=True)
-class StandIn:
-    family: Family
-    reference: str
-    """Official template file name, or `dsv32`/`dsv4` for the reference encoders."""
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    real_tokenizer: str | None = None
-
-
-_GLM_STOPS = ("<|user|>", "<|observation|>", "<|endoftext|>")
-STAND_INS: dict[str, StandIn] = {
-    "glm47": StandIn(
-        _stand_in("glm47", "glm47", _GLM_STOPS, _GLM_SPECIALS, Junction.STOP_IS_NEXT_OPENER), "glm-4.7.jinja"
-    ),
-    # kimi-k2.6.jinja with preserve_thinking writes K2.5's exact format and keeps the last turn's reasoning.
-    "kimi25": StandIn(
-        _stand_in("kimi25", "kimi", ("<|im_end|>",), _KIMI_SPECIALS, tool_arguments=ToolArguments.JSON_TEXT),
-        "kimi-k2.6.jinja",
-        (("preserve_thinking", True),),
-    ),
-    "kimi26": StandIn(
-        _stand_in("kimi26", "kimi", ("<|im_end|>",), _KIMI_SPECIALS, tool_arguments=ToolArguments.JSON_TEXT),
-        "kimi-k2.6.jinja",
-        (("preserve_thinking", True),),
-    ),
-    "minimax_m25": StandIn(_stand_in("minimax_m25", "minimax", ("[e~[",), _MINIMAX_SPECIALS), "minimax-m2.5.jinja"),
-    "minimax_m27": StandIn(_stand_in("minimax_m27", "minimax", ("[e~[",), _MINIMAX_SPECIALS), "minimax-m2.7.jinja"),
-    "nemotron3": StandIn(
-        _stand_in("nemotron3", "qwen3_xml", ("<|im_end|>",), _NEMOTRON_SPECIALS), "nemotron-3-nano.jinja"
-    ),
-    "deepseekv32": StandIn(
-        _stand_in("deepseekv32", "deepseekv32", ("<｜end▁of▁sentence｜>",), _DEEPSEEK_SPECIALS), "dsv32"
-    ),
-    "deepseekv4": StandIn(
-        _stand_in("deepseekv4", "deepseekv4", ("<｜end▁of▁sentence｜>",), _DEEPSEEK_SPECIALS),
-        "dsv4",
-        real_tokenizer="deepseekv4",
-    ),
-}
-OFFICIAL_RENDERS_EMPTY_REASONING = frozenset({"deepseekv4", "kimi25", "kimi26"})
-"""Stand-ins whose reference render of empty reasoning continues the thinking generation prompt; the official
-GLM, MiniMax, Nemotron and DeepSeek V3.2 renders drop the block. Every registered fixed template keeps it."""
-
 
 @dataclass(frozen=True)
 class Case:
@@ -162,7 +62,6 @@ class Case:
     family: Family
     tokenizer: Tokenizer
     render: Render
-    registered: bool
 
     @property
     def object_arguments(self) -> bool:
@@ -174,60 +73,16 @@ class Case:
 
 
 def case_names() -> list[str]:
-    """Every family with a parser to test: the registered ones (but `default`) and the stand-ins."""
-    return [name for name in FAMILIES if name != "default"] + [name for name in STAND_INS if name not in FAMILIES]
+    """Every family with a parser to test: the registered ones but `default`."""
+    return [name for name in FAMILIES if name != "default"]
 
 
 @cache
 def get_case(name: str) -> Case:
-    if name in FAMILIES:
-        family = FAMILIES[name]
-        tokenizer = _builtin_tokenizer(name)
-        thinking_on = {family.thinking_kwarg: True} if family.thinking_kwarg else None  # reasoning is rendered
-        tito_tokenizer = get_tito_tokenizer(tokenizer, name, thinking_on)
-        return Case(name, family, tokenizer, tito_tokenizer.render, registered=True)
-    stand_in = STAND_INS[name]
-    family = stand_in.family
-    tokenizer = _tokenizer(stand_in.real_tokenizer, family.special_tokens)
-    return Case(name, family, tokenizer, _reference_render(stand_in), registered=False)
-
-
-@cache
-def _builtin_tokenizer(name: str) -> Tokenizer:
-    return builtin_tokenizer_for(name)[0]
-
-
-@cache
-def _tokenizer(real: str | None, specials: tuple[str, ...]) -> Tokenizer:
-    return load_tokenizer(real) if real else build_proxy_tokenizer(specials)
-
-
-def _reference_render(stand_in: StandIn) -> Render:
-    if stand_in.reference in ("dsv32", "dsv4"):
-        from llm_router_utils.sglang.srt.entrypoints.openai import encoding_dsv4, encoding_dsv32
-
-        encoder = encoding_dsv32 if stand_in.reference == "dsv32" else encoding_dsv4
-        return lambda messages, tools, generation: encoder.encode_messages(list(messages), thinking_mode="thinking")
-    template = compile_template(reference_path("templates", stand_in.reference).read_text(encoding="utf-8"))
-    kwargs = dict(stand_in.kwargs)
-    object_arguments = stand_in.family.tool_arguments is ToolArguments.OBJECT
-
-    def render(messages: list[Message], tools: Sequence[Message] | None, generation: bool) -> str:
-        if object_arguments:
-            messages = [_decoded_arguments(message) for message in messages]
-        return render_template(template, messages, tools, generation, **kwargs)
-
-    return render
-
-
-def _decoded_arguments(message: Message) -> Message:
-    if not message.get("tool_calls"):
-        return message
-    calls = [
-        {**call, "function": {**call["function"], "arguments": json.loads(call["function"]["arguments"])}}
-        for call in message["tool_calls"]
-    ]
-    return {**message, "tool_calls": calls}
+    family = FAMILIES[name]
+    tokenizer = builtin_tokenizer_for(name)[0]
+    thinking_on = {family.thinking_kwarg: True} if family.thinking_kwarg else None  # reasoning is rendered
+    return Case(name, family, tokenizer, get_tito_tokenizer(tokenizer, name, thinking_on).render)
 
 
 # ---- completions from rendered messages ----
@@ -304,8 +159,7 @@ def arguments_for(draw: st.DrawFn, tool: dict[str, Any]) -> dict[str, Any]:
 @st.composite
 def assistant_messages(draw: st.DrawFn, case: Case, tools: list[dict[str, Any]] = TOOLS) -> Message:
     """An assistant message in the family's canonical form (what its render writes and its parse returns)."""
-    keeps_empty = case.registered or case.name in OFFICIAL_RENDERS_EMPTY_REASONING
-    reasoning = draw(trimmed_text if keeps_empty else trimmed_text.filter(bool))
+    reasoning = draw(trimmed_text)  # every fixed template renders empty reasoning as the block it sampled
     content = draw(trimmed_text)
     message: Message = {"role": "assistant", "content": content, "reasoning_content": reasoning}
     chosen = draw(st.lists(st.sampled_from(tools), max_size=3))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.parsing.cases import STAND_INS, TOOLS, get_case
+from tests.parsing.cases import TOOLS, get_case
 from tito.families import get_family
 from tito.parsing import CallStatus, get_completion_parser, parse_completion
 from tito.tokenizer import get_tito_tokenizer
@@ -23,7 +23,7 @@ def test_a_parser_is_built_once_per_tokenizer_and_family_format(qwen3_tokenizer:
 
 
 def test_markers_the_tokenizer_does_not_keep_atomic_fall_back_to_text(qwen3_tokenizer: LocalTokenizer) -> None:
-    family = STAND_INS["deepseekv4"].family  # `｜DSML｜` is ordinary text in the Qwen3 vocabulary
+    family = get_family("deepseekv4")  # `｜DSML｜` is ordinary text in the Qwen3 vocabulary
     parser = get_completion_parser(family, qwen3_tokenizer)
     assert "｜DSML｜" in dict(parser.text_markers)
     ids = qwen3_tokenizer.encode("Hmm.</think>" + _DSML_CALL + "<｜end▁of▁sentence｜>")

@@ -1,7 +1,7 @@
 """parse_completion, per family: what the family renders parses back, and malformed output never raises.
 
-Families come from tests/parsing/cases.py (the registry's, or stand-ins rendered by the official
-templates until theirs land). Properties, not outputs: a rendered assistant message is the expected
+Families come from tests/parsing/cases.py (every registered family, rendered by its fixed template or
+encoder). Properties, not outputs: a rendered assistant message is the expected
 parse, and every malformed completion has a documented status per tool-call attempt.
 """
 
