@@ -7,7 +7,12 @@ TitoError
  ├── RoleNotAllowedError (400)     an appended role outside the session's allowed roles
  ├── TemplateRenderError (400)     the chat template refused the conversation
  ├── JunctionError (409)           stored ids cannot be extended (e.g. a turn cut by length)
- └── TokenMismatchError (500)      incremental ids differ from the in-context ids
+ ├── TokenMismatchError (500)      incremental ids differ from the in-context ids
+ └── EngineError (502)             the inference engine failed; carries the engine's own words
+      ├── EngineUnavailableError (502)  unreachable or unhealthy
+      ├── EngineTimeoutError (504)      no answer in time
+      ├── EngineResponseError (502)     error status or unreadable body
+      └── EngineRequestError (400)      the engine refused the request itself (4xx)
 
 Only the server turns these into HTTP bodies; this module imports nothing from tito.
 """
@@ -92,3 +97,40 @@ class TokenMismatchError(TitoError):
 def _clip(value: object, limit: int = 200) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class EngineError(TitoError):
+    """An inference engine failed; carries the engine's name and its own words. Base of the engine errors."""
+
+    http_status = 502
+
+    def __init__(self, engine: str, detail: str, *, status: int | None = None) -> None:
+        self.engine = engine
+        self.detail = detail
+        self.engine_status = status
+        where = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"engine {engine!r}{where}: {detail}")
+
+
+class EngineUnavailableError(EngineError):
+    """The engine could not be reached (connection refused, reset, DNS) or is not healthy."""
+
+    http_status = 502
+
+
+class EngineTimeoutError(EngineError):
+    """The engine did not answer within the configured time."""
+
+    http_status = 504
+
+
+class EngineResponseError(EngineError):
+    """The engine answered with an error status or a body tito cannot read."""
+
+    http_status = 502
+
+
+class EngineRequestError(EngineError):
+    """The engine refused the request itself (4xx: prompt too long, bad sampling parameter)."""
+
+    http_status = 400
