@@ -1,0 +1,46 @@
+"""Build an engine by kind (`tito serve --engine`), importing only the implementation asked for.
+
+`local` imports torch and transformers, the HTTP engines httpx: none of them is imported by `import tito`.
+
+Imports nothing from tito but errors and the engine modules (lazily).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tito.engines.instant import InstantEngine, ReplyScript
+from tito.engines.protocol import Engine
+from tito.errors import ConfigurationError
+
+ENGINE_KINDS = ("local", "sglang", "vllm", "instant")
+
+
+def create_engine(
+    kind: str,
+    *,
+    url: str | None = None,
+    model_dir: Path | None = None,
+    timeout: float = 600.0,
+    instant_script: ReplyScript | None = None,
+) -> Engine:
+    """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script)."""
+    if kind == "local":
+        from tito.engines.local import LocalEngine
+
+        return LocalEngine.from_model_dir(model_dir) if model_dir is not None else LocalEngine.default()
+    if kind in ("sglang", "vllm"):
+        if not url:
+            raise ConfigurationError(f"engine {kind!r} needs --engine-url (e.g. http://127.0.0.1:30000)")
+        if kind == "sglang":
+            from tito.engines.sglang import SGLangEngine
+
+            return SGLangEngine(url, timeout=timeout)
+        from tito.engines.vllm import VLLMEngine
+
+        return VLLMEngine(url, timeout=timeout)
+    if kind == "instant":
+        if instant_script is None:
+            raise ConfigurationError("engine 'instant' needs a reply script (the ids it answers with)")
+        return InstantEngine(instant_script)
+    raise ConfigurationError(f"unknown engine {kind!r}; choose from {', '.join(ENGINE_KINDS)}")

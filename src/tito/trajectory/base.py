@@ -1,0 +1,68 @@
+"""The trajectory interface both linear and tree sessions implement, and the node they store.
+
+A turn is planned (where does the request attach, what does it append; no mutation), the engine is called
+with no lock held, and then the turn is committed by applying a `TurnCommitted` event, after `check` confirms
+under the session lock that the plan still holds (linear: nobody else committed meanwhile).
+
+Imports nothing from tito but errors and trajectory.events.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tito.trajectory.events import Message, SessionConfig, TurnCommitted
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """Where a request attaches and what it appends: the input of `TitoTokenizer.merge_tokens`."""
+
+    parent_id: int | None
+    """The node the request extends; None: it starts a new root (first turn, or a new opening in a tree)."""
+    stored_messages: Sequence[Message]
+    """The parent path's messages (what the request must resend unchanged)."""
+    stored_ids: array[int]
+    """The parent path's ids (prompt + sampled), verbatim."""
+    new_messages: Sequence[Message]
+    """The request's whole message list (merge_tokens takes old and new lists)."""
+    appended: Sequence[Message]
+    """The messages beyond the parent path: they become `TurnCommitted.request_messages`."""
+    version: int
+    """The trajectory's version when planned: `check` refuses the commit if a linear session moved on."""
+    replaces: int | None = None
+    """Linear one-step retry: the node this turn supersedes (it and its descendants leave the path)."""
+    idempotent_reply: TurnCommitted | None = None
+    """An SDK retry of a committed request: reply with this turn instead of sampling again."""
+
+
+class Trajectory(Protocol):
+    """One session's committed generations. Mutated only by `apply`."""
+
+    config: SessionConfig
+
+    def plan(
+        self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool
+    ) -> TurnPlan:
+        """Where `messages` attach; raises AppendOnlyError (400, where it diverged), JunctionError (409, extends a
+        length-cut turn), a capacity error (max nodes). The role gate runs in merge_tokens. Mutates nothing."""
+        ...
+
+    def check(self, plan: TurnPlan) -> None:
+        """Under the session lock, right before commit: raise a conflict (409) if the plan no longer holds."""
+        ...
+
+    def apply(self, event: TurnCommitted) -> None:
+        """Add the committed node (and, linear, drop what it replaces). The one mutator, live and on replay."""
+        ...
+
+    def path_ids(self, node_id: int) -> array[int]:
+        """The node's ids: its full prompt then its sampled ids."""
+        ...
+
+    def describe(self) -> Mapping[str, Any]:
+        """JSON for `GET /sessions/{id}`: turns or nodes, token counts, leaves, the active path."""
+        ...

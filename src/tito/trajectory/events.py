@@ -1,0 +1,102 @@
+"""The events that change a session, as frozen values: the only way state changes, live or on replay.
+
+The server builds an event, the journal persists it (when enabled) and the trajectory applies it; a restarted
+server replays the journal's events through the same `apply`, so live and replayed sessions cannot differ.
+Ids and logprobs are compact arrays (`array('i')`, `array('f')`), never lists of Python numbers.
+
+Imports nothing from tito.
+"""
+
+from __future__ import annotations
+
+import enum
+from array import array
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = Mapping[str, Any]
+
+
+class TrajectoryKind(enum.Enum):
+    LINEAR = "linear"
+    """One path: an extension appends, a one-step retry replaces the last turn, deeper divergence is refused."""
+    TREE = "tree"
+    """Every generation is kept: a request attaches at its deepest matching node; divergence grows a branch."""
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What a session was created with; enough to rebuild it on replay (the server's launch options give the rest)."""
+
+    trajectory: TrajectoryKind = TrajectoryKind.LINEAR
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    allowed_append_roles: tuple[str, ...] | None = None
+    """None: every role the family supports."""
+    max_nodes: int | None = None
+    """Tree sessions: the most committed generations kept; checked before the engine is called."""
+    strict_append_only: bool = False
+    """Tree sessions: refuse any branch shape (400) instead of growing one."""
+    ttl_seconds: float | None = None
+    """Idle time after which the session is evicted; None: never."""
+
+
+@dataclass(frozen=True)
+class SessionCreated:
+    session_id: str
+    config: SessionConfig
+    at: float
+    """Wall-clock time (time.time()): TTL clocks survive a restart."""
+
+
+@dataclass(frozen=True)
+class TurnCommitted:
+    """One committed generation: a new node below `parent_id` (None: a new root).
+
+    The node's full prompt is `path_ids(parent_id)[:kept_parent_ids] + prompt_ids`; its ids are that prompt plus
+    `output_ids`. Only `output_ids` are engine-sampled (loss mask 1); `prompt_ids` (junction, appended messages,
+    client-written assistants, the generation prompt) are prompt (loss mask 0).
+    """
+
+    session_id: str
+    node_id: int
+    """Assigned by the trajectory in commit order (0, 1, 2, ...), never reused within a session."""
+    parent_id: int | None
+    kept_parent_ids: int
+    """How many of the parent path's ids the prompt keeps (the junction may drop a trailing stop token)."""
+    request_messages: tuple[Message, ...]
+    """The request's messages beyond the parent's path (for a root: all of them), normalised as stored."""
+    tools: tuple[Message, ...] | None
+    """The request's tools (a root's; later turns must send the same)."""
+    prompt_ids: array[int]
+    output_ids: array[int]
+    output_logprobs: array[float]
+    assistant: Message
+    """The parsed assistant message the agent received (and will echo back)."""
+    finish_reason: str
+    """OpenAI's: `stop`, `length`, `tool_calls`."""
+    response_id: str
+    """`chatcmpl-...`, the reply's id."""
+    request_fingerprint: str
+    """Digest of the request body: an SDK retry of a committed request returns this turn instead of sampling."""
+    metadata: Mapping[str, Any]
+    """Per-turn facts for the sample: engine finish, timings, cached tokens, weight versions, sampling parameters,
+    invalid tool calls, the engine's logprob semantics. JSON-serialisable."""
+    at: float
+
+
+@dataclass(frozen=True)
+class SamplesTaken:
+    session_id: str
+    at: float
+
+
+@dataclass(frozen=True)
+class SessionDeleted:
+    session_id: str
+    at: float
+    reason: str = "deleted"
+    """`deleted` by the client, or `expired` by the TTL."""
+
+
+SessionEvent = SessionCreated | TurnCommitted | SamplesTaken | SessionDeleted
