@@ -4,7 +4,7 @@ A turn is planned (where does the request attach, what does it append; no mutati
 with no lock held, and then the turn is committed by applying a `TurnCommitted` event, after `check` confirms
 under the session lock that the plan still holds (linear: nobody else committed meanwhile).
 
-Imports nothing from tito but errors and trajectory.events.
+Imports nothing from tito but errors, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
+from tito.trajectory.nodes import NodeStore, PathSequence
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Trajectory(Protocol):
     """One session's committed generations. Mutated only by `apply`."""
 
     config: SessionConfig
+    store: NodeStore
 
     def plan(
         self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool
@@ -61,6 +63,11 @@ class Trajectory(Protocol):
 
     def path_ids(self, node_id: int) -> array[int]:
         """The node's ids: its full prompt then its sampled ids."""
+        ...
+
+    def sample_sequences(self) -> list[PathSequence]:
+        """The path sequences that become samples: linear, its one path; tree, one per kept leaf (the picker
+        applied, a node shared by several kept leaves trained once: loss mask 0 on it in all but the earliest)."""
         ...
 
     def describe(self) -> Mapping[str, Any]:

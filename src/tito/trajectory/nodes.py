@@ -1,0 +1,190 @@
+"""The node store both trajectory kinds keep: one node per committed generation, ids stored once.
+
+A node holds only what its turn added (its `TurnCommitted`): the prompt ids beyond the parent's kept ids and
+the sampled ids. A path's ids are assembled by walking from the root, so branches share their prefix and
+nothing is copied per turn (no quadratic memory). Linear sessions are the special case that keeps one path.
+
+Imports nothing from tito but errors and trajectory.events.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tito.errors import TitoError
+from tito.trajectory.events import Message, TurnCommitted
+
+
+class TrajectoryIntegrityError(TitoError):
+    """An event does not fit the stored nodes (unknown parent, reused id, impossible kept-id count)."""
+
+    http_status = 500
+
+
+@dataclass
+class Node:
+    turn: TurnCommitted
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def node_id(self) -> int:
+        return self.turn.node_id
+
+    @property
+    def parent_id(self) -> int | None:
+        return self.turn.parent_id
+
+
+@dataclass(frozen=True)
+class SampledSpan:
+    """Where one node's sampled ids lie in an assembled path sequence: `tokens[start:end]`."""
+
+    node_id: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PathSequence:
+    """A path's ids with the loss mask (1 only on engine-sampled ids) and logprobs (0.0 where the mask is 0)."""
+
+    tokens: array[int]
+    loss_mask: array[int]
+    """`array('b')`, one 0/1 per token."""
+    logprobs: array[float]
+    spans: tuple[SampledSpan, ...]
+    """One per node on the path, root first; a span shortened by a later junction keeps its shorter extent."""
+
+
+class NodeStore:
+    """Committed nodes by id, their children, and path assembly."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[int, Node] = {}
+        self._roots: list[int] = []
+        self._next_node_id = 0
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def __iter__(self) -> Iterator[Node]:
+        """Nodes in commit order."""
+        return iter(self._nodes.values())
+
+    @property
+    def next_node_id(self) -> int:
+        """The id the next committed node gets: ids follow commit order and are never reused."""
+        return self._next_node_id
+
+    @property
+    def roots(self) -> tuple[int, ...]:
+        return tuple(self._roots)
+
+    def get(self, node_id: int) -> Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise TrajectoryIntegrityError(f"node {node_id} is not in this session") from None
+
+    def add(self, turn: TurnCommitted) -> Node:
+        """Store a committed turn as a node below its parent (or as a new root)."""
+        if turn.node_id in self._nodes or turn.node_id < self._next_node_id:
+            raise TrajectoryIntegrityError(f"node id {turn.node_id} was already used in this session")
+        if turn.parent_id is not None:
+            parent = self.get(turn.parent_id)
+            parent_length = self.path_length(turn.parent_id)
+            if not 0 <= turn.kept_parent_ids <= parent_length:
+                raise TrajectoryIntegrityError(
+                    f"node {turn.node_id} keeps {turn.kept_parent_ids} ids of a {parent_length}-id parent path"
+                )
+            parent.children.append(turn.node_id)
+        else:
+            if turn.kept_parent_ids != 0:
+                raise TrajectoryIntegrityError(f"root node {turn.node_id} cannot keep parent ids")
+            self._roots.append(turn.node_id)
+        node = Node(turn)
+        self._nodes[turn.node_id] = node
+        self._next_node_id = turn.node_id + 1
+        return node
+
+    def remove_subtree(self, node_id: int) -> list[int]:
+        """Drop a node and its descendants (a linear retry supersedes them); returns the dropped ids."""
+        node = self.get(node_id)
+        if node.parent_id is None:
+            self._roots.remove(node_id)
+        else:
+            self.get(node.parent_id).children.remove(node_id)
+        dropped: list[int] = []
+        pending = [node_id]
+        while pending:
+            current = self._nodes.pop(pending.pop())
+            dropped.append(current.node_id)
+            pending.extend(current.children)
+        return dropped
+
+    def path(self, node_id: int) -> list[Node]:
+        """The nodes from the root down to `node_id`."""
+        nodes: list[Node] = []
+        current: int | None = node_id
+        while current is not None:
+            node = self.get(current)
+            nodes.append(node)
+            current = node.parent_id
+        nodes.reverse()
+        return nodes
+
+    def path_messages(self, node_id: int) -> list[Message]:
+        """The conversation the node ends: each turn's request messages, then its assistant reply."""
+        messages: list[Message] = []
+        for node in self.path(node_id):
+            messages.extend(node.turn.request_messages)
+            messages.append(node.turn.assistant)
+        return messages
+
+    def path_length(self, node_id: int) -> int:
+        """The number of ids on the path, without assembling them."""
+        length = 0
+        for node in self.path(node_id):
+            turn = node.turn
+            length = min(length, turn.kept_parent_ids) + len(turn.prompt_ids) + len(turn.output_ids)
+        return length
+
+    def path_ids(self, node_id: int) -> array[int]:
+        """The node's ids: its full prompt, then its sampled ids."""
+        ids: array[int] = array("i")
+        for node in self.path(node_id):
+            turn = node.turn
+            del ids[turn.kept_parent_ids :]
+            ids.extend(turn.prompt_ids)
+            ids.extend(turn.output_ids)
+        return ids
+
+    def path_sequence(self, node_id: int) -> PathSequence:
+        """The path's ids, loss mask, logprobs and per-node sampled spans: what a sample is assembled from."""
+        tokens: array[int] = array("i")
+        mask: array[int] = array("b")
+        logprobs: array[float] = array("f")
+        spans: list[SampledSpan] = []
+        for node in self.path(node_id):
+            turn = node.turn
+            keep = turn.kept_parent_ids if node.parent_id is not None else 0
+            del tokens[keep:], mask[keep:], logprobs[keep:]
+            spans = [SampledSpan(s.node_id, min(s.start, keep), min(s.end, keep)) for s in spans]
+            tokens.extend(turn.prompt_ids)
+            mask.extend(bytes(len(turn.prompt_ids)))
+            logprobs.extend(array("f", bytes(4 * len(turn.prompt_ids))))
+            start = len(tokens)
+            tokens.extend(turn.output_ids)
+            mask.extend(b"\x01" * len(turn.output_ids))
+            logprobs.extend(turn.output_logprobs)
+            spans.append(SampledSpan(turn.node_id, start, len(tokens)))
+        return PathSequence(tokens, mask, logprobs, tuple(spans))
+
+    def leaves(self) -> list[int]:
+        """Nodes without children, in commit order."""
+        return [node.node_id for node in self._nodes.values() if not node.children]
