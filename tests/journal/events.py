@@ -80,3 +80,19 @@ def same_event(a: SessionEvent, b: SessionEvent) -> bool:
         rest = {k: v for k, v in vars(a).items() if k not in arrays}
         return rest == {k: v for k, v in vars(b).items() if k not in arrays}
     return a == b
+
+
+def script_index(event: SessionEvent) -> int:
+    """The `scripted_event` index that produced `event`."""
+    session = int(event.session_id.removeprefix("s"))
+    if isinstance(event, SessionCreated):
+        return 6 * session
+    if isinstance(event, TurnCommitted):
+        return 6 * session + event.node_id + 1
+    return 6 * session + 5
+
+
+def deleted_by_script(session_id: str, written: int) -> bool:
+    """Whether the first `written` scripted events include the deletion of `session_id`."""
+    session = int(session_id.removeprefix("s"))
+    return session % 3 == 2 and 6 * session + 5 < written
