@@ -75,13 +75,17 @@ class JournalWriter:
         self._error: JournalError | None = None
         self._closing = False
         self._lock = lock if lock is not None else DirectoryLock(directory)
-        existing = list_segments(directory)
         self._fd = -1
         self._size = 0
         self.active_segment = 0
         """Number of the segment being appended to; every lower-numbered segment is closed (compaction's input)."""
-        self._open_segment((segment_number(existing[-1]) + 1) if existing else 1)
-        fsync_directory(directory)
+        try:
+            existing = list_segments(directory)
+            self._open_segment((segment_number(existing[-1]) + 1) if existing else 1)
+            fsync_directory(directory)
+        except OSError as exc:
+            self._lock.release()
+            raise JournalError(f"cannot start a journal segment in {directory}: {exc}") from exc
         self._thread: threading.Thread | None = None
         if self.policy is not FsyncPolicy.NEVER:
             self._thread = threading.Thread(target=self._sync_loop, name="tito-journal-fsync", daemon=True)
@@ -205,7 +209,7 @@ class JournalWriter:
                 ready = [w for w in self._waiters if failed or w[0] <= self._synced]
                 self._waiters = [w for w in self._waiters if not (failed or w[0] <= self._synced)]
                 self._cond.notify_all()
-                final = closing and not self._retired
+                final = (closing and not self._retired) or failed  # a failed journal takes no more appends
             for _, loop, future in ready:
                 loop.call_soon_threadsafe(_settle, future, self._error)
             if final:
@@ -236,4 +240,7 @@ class DirectoryLock:
             ) from exc
 
     def release(self) -> None:
-        os.close(self._fd)
+        """Idempotent: the writer and recovery may both release on an error path."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
