@@ -8,6 +8,8 @@ from array import array
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.journal.events import created, same_event, turn
 from tito.errors import JournalError
@@ -67,3 +69,29 @@ def test_a_payload_that_does_not_parse_is_a_journal_error_naming_the_type() -> N
         decode_event(event_type, payload[:-7])
     with pytest.raises(JournalError, match="record of type 99"):
         decode_event(99, payload)
+
+
+def test_what_cannot_be_stored_is_a_journal_error_naming_the_session() -> None:
+    with pytest.raises(JournalError, match=r"session 's1': TurnCommitted cannot be journaled: .*not JSON serializable"):
+        encode_event(replace(turn("s1", 0), metadata={"engine": object()}))
+    with pytest.raises(JournalError, match="exceeds the 65535 the format allows"):
+        encode_event(SamplesTaken(session_id="x" * 70_000, at=0.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    content=st.text(),
+    ids=st.lists(st.integers(-(2**31), 2**31 - 1), max_size=50),
+    logprobs=st.lists(st.floats(width=32, allow_nan=True), max_size=50),
+)
+def test_any_unicode_content_ids_and_float32_logprobs_round_trip(
+    content: str, ids: list[int], logprobs: list[float]
+) -> None:
+    event = replace(
+        turn("s", 2),
+        request_messages=({"role": "tool", "content": content},),
+        assistant={"role": "assistant", "content": content[::-1]},
+        prompt_ids=array("i", ids),
+        output_logprobs=array("f", logprobs),
+    )
+    assert same_event(decode_event(*encode_event(event)), event)

@@ -47,7 +47,17 @@ class EventType(enum.IntEnum):
 
 
 def encode_event(event: SessionEvent) -> tuple[EventType, bytes]:
-    """The record type and payload of `event`."""
+    """The record type and payload of `event`; raises JournalError naming the session for what cannot be stored
+    (a value JSON cannot hold, a string over 64 KiB where a length prefix is u16)."""
+    try:
+        return _encode(event)
+    except (TypeError, ValueError, struct.error) as exc:
+        raise JournalError(
+            f"session {event.session_id[:80]!r}: {type(event).__name__} cannot be journaled: {exc}"
+        ) from exc
+
+
+def _encode(event: SessionEvent) -> tuple[EventType, bytes]:
     parts = [_encode_str(event.session_id), _AT.pack(event.at)]
     if isinstance(event, SessionCreated):
         parts.append(_json(_config_to_json(event.config)))
@@ -158,6 +168,8 @@ def _json(value: object) -> bytes:
 
 def _encode_str(text: str) -> bytes:
     data = text.encode()
+    if len(data) > 0xFFFF:
+        raise ValueError(f"a string of {len(data)} bytes exceeds the 65535 the format allows: {text[:40]!r}...")
     return _PREFIX.pack(len(data)) + data
 
 
