@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         "family supports]",
     )  # fmt: skip
     verify.set_defaults(run=_verify)
+    from tito.journal.inspect import add_journal_command
+
+    add_journal_command(commands)
     return parser
 
 

@@ -8,6 +8,7 @@ TitoError
  ├── TemplateRenderError (400)     the chat template refused the conversation
  ├── JunctionError (409)           stored ids cannot be extended (e.g. a turn cut by length)
  ├── TokenMismatchError (500)      incremental ids differ from the in-context ids
+ ├── JournalError (500)           the session journal cannot be written or read back (which file, which offset)
  └── EngineError (502)             the inference engine failed; carries the engine's own words
       ├── EngineUnavailableError (502)  unreachable or unhealthy
       ├── EngineTimeoutError (504)      no answer in time
@@ -134,3 +135,10 @@ class EngineRequestError(EngineError):
     """The engine refused the request itself (4xx: prompt too long, bad sampling parameter)."""
 
     http_status = 400
+
+
+class JournalError(TitoError):
+    """The session journal failed: a write or fsync error, or a record that passed its checksum but cannot be
+    decoded (a format version this tito does not read). Names the file and offset where known."""
+
+    http_status = 500

@@ -1,0 +1,26 @@
+"""The session journal: an append-only, checksummed log of session events, replayed after a restart.
+
+Layout (dependencies point down): recovery (open for a server: replay + repair + writer), compaction, inspect
+-> writer, replay -> codec (events <-> payloads), framing (records in segment bytes), segments (file names).
+Knows nothing of HTTP; imports from tito only errors and trajectory.events.
+"""
+
+from tito.journal.compaction import BackgroundCompactor, CompactionResult, compact, dead_sessions
+from tito.journal.recovery import open_journal
+from tito.journal.replay import Damage, Replay, ReplayReport, SessionLog, replay
+from tito.journal.writer import FsyncPolicy, JournalWriter
+
+__all__ = [
+    "BackgroundCompactor",
+    "CompactionResult",
+    "Damage",
+    "FsyncPolicy",
+    "JournalWriter",
+    "Replay",
+    "ReplayReport",
+    "SessionLog",
+    "compact",
+    "dead_sessions",
+    "open_journal",
+    "replay",
+]
