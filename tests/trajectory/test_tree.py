@@ -212,23 +212,24 @@ def test_strict_mode_refuses_a_commit_that_lost_a_race_with_409() -> None:
     assert caught.value.http_status == 409
 
 
-def test_finding_the_attach_point_never_visits_branches_the_request_left() -> None:
-    """A wide subtree the request does not resend is not compared, however large it grows."""
+def test_finding_the_attach_point_looks_siblings_up_instead_of_comparing_each() -> None:
+    """Thirty retries below one node and a second root: a request reads only the nodes on its own path."""
     t = tree()
     turn(t, [U1], "a1")
     for i in range(30):
         turn(t, [U1, assistant("a1"), tool(f"side {i}")], f"side reply {i}")
     turn(t, [user("other")], "b1")
-    compared: list[int] = []
+    read: list[int] = []
     original = t.store.get
 
     def counting_get(node_id: int):  # type: ignore[no-untyped-def]
-        compared.append(node_id)
+        read.append(node_id)
         return original(node_id)
 
     t.store.get = counting_get  # type: ignore[method-assign]
-    assert t.plan([user("other"), assistant("b1"), user("next")], None, "f", False).parent_id == 31
-    assert set(compared) <= {0, 31}, compared
+    request = [U1, assistant("a1"), tool("side 17"), {**assistant("side reply 17"), "refusal": None}, user("next")]
+    assert t.plan(request, None, "f", False).parent_id == 18
+    assert set(read) == {0, 18}, read
 
 
 def test_the_default_samples_are_the_linear_sample_of_a_retrying_compacting_agent() -> None:

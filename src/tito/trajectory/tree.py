@@ -3,9 +3,10 @@
 Retries, re-asks from an earlier point, parallel sub-agents and compaction all become branches of one forest
 instead of refused or discarded turns; the picker (`tito.trajectory.picking`) decides which leaves become samples.
 
-Finding the attach point walks the forest from the roots like a trie: a node's own messages (its request messages,
-then its assistant) are compared only when its parent matched, at the request offset where the parent's path ends,
-so a request costs one comparison per message on its path plus one per sibling tried, never a pass over the tree.
+Finding the attach point walks the forest from the roots like a trie: below a matched node, the children whose
+assistant has the request's match key at the right offset are looked up (not compared one by one), and only their
+request messages are compared; a request costs about one comparison per message on its path, whatever the tree's
+size or fan-out.
 
 Imports nothing from tito but errors, matching, families (the role names) and trajectory.
 """
@@ -13,12 +14,12 @@ Imports nothing from tito but errors, matching, families (the role names) and tr
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tito.errors import AppendOnlyError, JunctionError, TitoError
 from tito.families import VALID_APPEND_ROLES
-from tito.matching import appended_messages, strict_message_matches
+from tito.matching import appended_messages, strict_match_key, strict_message_matches
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
@@ -68,6 +69,9 @@ class TreeTrajectory:
     def __init__(self, config: SessionConfig) -> None:
         self.config = config
         self.store = NodeStore()
+        self._children_by_reply: dict[int | None, dict[int, dict[Hashable, list[int]]]] = {}
+        """Each node's children (None: the roots) by how many request messages they add, then by their assistant's
+        match key: finding the attach point looks siblings up instead of comparing each one."""
         self._picker_name = config.sample_picker or "default picker (drop superseded retries)"
         self._picker: SamplePicker = (
             load_hook(config.sample_picker, "--sample-picker") if config.sample_picker else drop_superseded_retries
@@ -119,15 +123,23 @@ class TreeTrajectory:
     def _attach_point(self, messages: Sequence[Message], tools: Sequence[Message] | None) -> tuple[int | None, int]:
         """The deepest fully matched node and how many request messages its path covers; (None, 0): a new root."""
         best: tuple[int, int] | None = None  # (messages covered, node id): the max is deepest, then latest
-        pending = [(root, 0) for root in self.store.roots if _same_tools(self.store.get(root).turn.tools, tools)]
+        reply_keys: dict[int, Hashable] = {}
+        pending: list[tuple[int | None, int]] = [(None, 0)]
         while pending:
-            node_id, offset = pending.pop()
-            node = self.store.get(node_id)
-            end = _matched_end(node.turn, messages, offset)
-            if end is None:
-                continue
-            best = max(best or (end, node_id), (end, node_id))
-            pending.extend((child, end) for child in node.children)
+            parent_id, offset = pending.pop()
+            for length, by_reply in self._children_by_reply.get(parent_id, {}).items():
+                reply = offset + length  # where the children's assistant sits in the request
+                if reply >= len(messages):
+                    continue
+                if reply not in reply_keys:
+                    reply_keys[reply] = strict_match_key(messages[reply])
+                for node_id in by_reply.get(reply_keys[reply], ()):
+                    turn = self.store.get(node_id).turn
+                    if _messages_match(turn.request_messages, messages[offset:reply]) and (
+                        parent_id is not None or _same_tools(turn.tools, tools)
+                    ):
+                        best = max(best or (reply + 1, node_id), (reply + 1, node_id))
+                        pending.append((node_id, reply + 1))
         return (None, 0) if best is None else (best[1], best[0])
 
     def _strict_attach_point(
@@ -184,6 +196,10 @@ class TreeTrajectory:
 
     def apply(self, event: TurnCommitted) -> None:
         self.store.add(event)
+        by_length = self._children_by_reply.setdefault(event.parent_id, {})
+        by_length.setdefault(len(event.request_messages), {}).setdefault(strict_match_key(event.assistant), []).append(
+            event.node_id
+        )
 
     def path_ids(self, node_id: int) -> array[int]:
         return self.store.path_ids(node_id)
@@ -247,15 +263,8 @@ def _same_tools(stored: Sequence[Message] | None, sent: Sequence[Message] | None
     return list(stored or ()) == list(sent or ())
 
 
-def _matched_end(turn: TurnCommitted, messages: Sequence[Message], offset: int) -> int | None:
-    """Where the request's messages end if they resend the node's request messages and assistant at `offset`."""
-    end = offset + len(turn.request_messages) + 1
-    if end > len(messages):
-        return None
-    sent = messages[offset:end]
-    stored = [*turn.request_messages, turn.assistant]
-    if list(sent) == stored:  # the common case, decided in C
-        return end
-    if all(a == b or strict_message_matches(a, b) is None for a, b in zip(stored, sent, strict=True)):
-        return end
-    return None
+def _messages_match(stored: Sequence[Message], sent: Sequence[Message]) -> bool:
+    """Equal-length message lists that match message by message under the library's strict matcher."""
+    if list(sent) == list(stored):  # the common case, decided in C
+        return True
+    return all(a == b or strict_message_matches(a, b) is None for a, b in zip(stored, sent, strict=True))
