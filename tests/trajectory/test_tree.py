@@ -155,6 +155,15 @@ def test_an_sdk_retry_of_a_committed_request_gets_the_committed_turn() -> None:
     assert plan.idempotent_reply is first
 
 
+def test_an_sdk_retry_in_strict_mode_gets_the_committed_turn_instead_of_a_400() -> None:
+    t = tree(strict_append_only=True)
+    turn(t, [U1], "a1")
+    first = turn(t, [U1, assistant("a1"), T1], "a2", fingerprint="same")
+    assert t.plan([U1, assistant("a1"), T1], None, "same", True).idempotent_reply is first
+    with pytest.raises(StrictAppendOnlyError):
+        t.plan([U1, assistant("a1"), T1], None, "same", False)
+
+
 def test_the_same_request_without_the_retry_flag_samples_a_sibling() -> None:
     t = tree()
     turn(t, [U1], "a1", fingerprint="same")

@@ -72,6 +72,8 @@ class TreeTrajectory:
         self._children_by_reply: dict[int | None, dict[int, dict[Hashable, list[int]]]] = {}
         """Each node's children (None: the roots) by how many request messages they add, then by their assistant's
         match key: finding the attach point looks siblings up instead of comparing each one."""
+        self._latest_by_fingerprint: dict[str, int] = {}
+        """The latest node committed for each request fingerprint: an SDK retry's reply."""
         self._picker_name = config.sample_picker or "default picker (drop superseded retries)"
         self._picker: SamplePicker = (
             load_hook(config.sample_picker, "--sample-picker") if config.sample_picker else drop_superseded_retries
@@ -83,16 +85,20 @@ class TreeTrajectory:
     def plan(
         self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool
     ) -> TurnPlan:
-        """Attach `messages` at the deepest node whose whole path they resend (ties: the latest commit)."""
+        """Attach `messages` at the deepest node whose whole path they resend (ties: the latest commit).
+
+        An SDK retry (`is_retry`) of a request already committed gets that turn back instead of a new sample. Call
+        under the session lock: then a retry planned after the first request committed always finds its turn.
+        """
+        twin = self._latest_by_fingerprint.get(fingerprint) if is_retry else None
+        if twin is not None:
+            turn = self.store.get(twin).turn
+            return self._plan(turn.parent_id, messages, turn.request_messages, idempotent_reply=turn)
         if self.config.strict_append_only:
             parent_id, appended = self._strict_attach_point(messages, tools)
         else:
             parent_id, consumed = self._attach_point(messages, tools)
             appended = list(messages[consumed:])
-        if is_retry:
-            twin = self._committed_twin(parent_id, fingerprint)
-            if twin is not None:
-                return self._plan(parent_id, messages, appended, idempotent_reply=twin)
         if parent_id is not None:
             parent = self.store.get(parent_id).turn
             if parent.finish_reason == "length":
@@ -165,15 +171,6 @@ class TreeTrajectory:
     def _append_roles(self) -> Sequence[str]:
         return self.config.allowed_append_roles or VALID_APPEND_ROLES
 
-    def _committed_twin(self, parent_id: int | None, fingerprint: str) -> TurnCommitted | None:
-        """The latest committed turn under `parent_id` made by a request with this fingerprint (an SDK retry)."""
-        siblings = self.store.roots if parent_id is None else self.store.get(parent_id).children
-        for node_id in reversed(siblings):
-            turn = self.store.get(node_id).turn
-            if turn.request_fingerprint == fingerprint:
-                return turn
-        return None
-
     def _check_capacity(self) -> None:
         max_nodes = self.config.max_nodes
         if max_nodes is not None and len(self.store) >= max_nodes:
@@ -200,6 +197,7 @@ class TreeTrajectory:
         by_length.setdefault(len(event.request_messages), {}).setdefault(strict_match_key(event.assistant), []).append(
             event.node_id
         )
+        self._latest_by_fingerprint[event.request_fingerprint] = event.node_id
 
     def path_ids(self, node_id: int) -> array[int]:
         return self.store.path_ids(node_id)
