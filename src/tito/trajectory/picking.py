@@ -155,7 +155,7 @@ def pick_leaves(picker: SamplePicker, tree: TreeView, hook: str) -> list[int]:
         picked = picker(tree)
     except Exception as exc:
         raise SampleHookError(hook, f"raised {type(exc).__name__}: {exc}") from exc
-    return _checked_selection(hook, picked, tree.leaves, "leaf ids")
+    return _checked_selection(hook, _as_list(hook, picked), tree.leaves, "leaf id", repr)
 
 
 def postprocess(postprocessor: SamplePostprocessor, samples: Sequence[T], tree: TreeView, hook: str) -> list[T]:
@@ -165,7 +165,8 @@ def postprocess(postprocessor: SamplePostprocessor, samples: Sequence[T], tree: 
     except Exception as exc:
         raise SampleHookError(hook, f"raised {type(exc).__name__}: {exc}") from exc
     by_identity = {id(sample): sample for sample in samples}
-    chosen_ids = _checked_selection(hook, [id(item) for item in _as_list(hook, returned)], by_identity, "samples")
+    returned_ids = [id(item) for item in _as_list(hook, returned)]
+    chosen_ids = _checked_selection(hook, returned_ids, by_identity, "sample", lambda _: "an object it was not given")
     return [by_identity[key] for key in chosen_ids]
 
 
@@ -175,15 +176,18 @@ def _as_list(hook: str, returned: object) -> list[Any]:
     return list(returned)
 
 
-def _checked_selection(hook: str, returned: object, given: Iterable[Hashable], what: str) -> list[Any]:
+def _checked_selection(
+    hook: str, chosen: list[Any], given: Iterable[Hashable], noun: str, shown: Callable[[Any], str]
+) -> list[Any]:
+    """`chosen` unchanged if it holds only members of `given`, each once; else the error naming the hook."""
     allowed = set(given)
     seen: set[object] = set()
-    chosen = _as_list(hook, returned)
     for position, item in enumerate(chosen):
         if not isinstance(item, Hashable) or item not in allowed:
-            shown = "an object it was not given" if what == "samples" else repr(item)
-            raise SampleHookError(hook, f"returned {shown} at position {position}; it may only return its input {what}")
+            raise SampleHookError(
+                hook, f"returned {shown(item)} at position {position}; it may only return the {noun}s it was given"
+            )
         if item in seen:
-            raise SampleHookError(hook, f"returned the same {what[:-1]} twice (position {position})")
+            raise SampleHookError(hook, f"returned the same {noun} twice (position {position})")
         seen.add(item)
     return chosen
