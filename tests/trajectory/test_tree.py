@@ -321,3 +321,17 @@ def test_an_empty_session_describes_an_empty_forest_and_has_no_samples() -> None
     t = tree()
     assert t.describe()["active_path"] == [] and t.sample_sequences() == []
     assert t.plan([U1], None, "f", False).stored_ids == array("i")
+
+
+def test_a_session_replayed_from_its_events_attaches_samples_and_describes_as_the_live_one() -> None:
+    live = tree()
+    three_turns(live)
+    turn(live, [U1, assistant("a1"), T1B], "a2 other", fingerprint="retried")
+    replayed = tree()
+    for node in live.store:
+        replayed.apply(node.turn)
+    request = [U1, assistant("a1"), T1B, assistant("a2 other"), T2]
+    assert replayed.plan(request, None, "f", False) == live.plan(request, None, "f", False)
+    assert replayed.plan([U1, assistant("a1"), T1B], None, "retried", True).idempotent_reply is live.store.get(3).turn
+    assert replayed.describe() == live.describe()
+    assert [s.tokens for s in replayed.sample_sequences()] == [s.tokens for s in live.sample_sequences()]

@@ -72,6 +72,8 @@ class TreeTrajectory:
         self._children_by_reply: dict[int | None, dict[int, dict[Hashable, list[int]]]] = {}
         """Each node's children (None: the roots) by how many request messages they add, then by their assistant's
         match key: finding the attach point looks siblings up instead of comparing each one."""
+        self._latest_id: int | None = None
+        """The most recent commit: always a leaf (a child commits after its parent), the end of the active path."""
         self._latest_by_fingerprint: dict[str, int] = {}
         """The latest node committed for each request fingerprint: an SDK retry's reply."""
         self._picker_name = config.sample_picker or "default picker (drop superseded retries)"
@@ -152,7 +154,7 @@ class TreeTrajectory:
         self, messages: Sequence[Message], tools: Sequence[Message] | None
     ) -> tuple[int | None, list[Message]]:
         """Strict append-only: the request must extend the latest commit's path; anything else is a 400."""
-        latest = self._latest_node_id()
+        latest = self._latest_id
         if latest is None:
             return None, list(messages)
         hint = f"this session is strict append-only: a request must extend the latest turn's path (node {latest})"
@@ -176,16 +178,12 @@ class TreeTrajectory:
         if max_nodes is not None and len(self.store) >= max_nodes:
             raise TreeCapacityError(max_nodes)
 
-    def _latest_node_id(self) -> int | None:
-        """The most recent commit; always a leaf, since a child is committed after its parent."""
-        return self.store.next_node_id - 1 if len(self.store) else None
-
     def check(self, plan: TurnPlan) -> None:
         """Siblings never conflict; only capacity (a concurrent commit may have filled the session) and, in strict
         mode, a commit since planning (this turn would branch) refuse the commit."""
         if self.config.strict_append_only and plan.version != self.store.next_node_id:
             raise ConcurrentBranchError(
-                f"node {self._latest_node_id()} was committed while this request was generating from node "
+                f"node {self._latest_id} was committed while this request was generating from node "
                 f"{plan.parent_id}; this session is strict append-only, so the turn would branch. Resend the "
                 "request extending the latest turn"
             )
@@ -198,6 +196,7 @@ class TreeTrajectory:
             event.node_id
         )
         self._latest_by_fingerprint[event.request_fingerprint] = event.node_id
+        self._latest_id = event.node_id
 
     def path_ids(self, node_id: int) -> array[int]:
         return self.store.path_ids(node_id)
@@ -242,7 +241,7 @@ class TreeTrajectory:
                     "committed_at": turn.at,
                 }
             )
-        latest = self._latest_node_id()
+        latest = self._latest_id
         return {
             "trajectory": "tree",
             "node_count": len(nodes),
