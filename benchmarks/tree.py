@@ -88,7 +88,7 @@ def build(turns: int, retries: int, other_roots: int) -> tuple[TreeTrajectory, l
     return tree, messages
 
 
-def best_of_each(fns: dict[str, Callable[[], object]], rounds: int = 9, repeat: int = 20) -> dict[str, float]:
+def best_of_each(fns: dict[str, Callable[[], object]], rounds: int = 25, repeat: int = 8) -> dict[str, float]:
     """Best per-call seconds of each, rounds interleaved so load on the machine hits all alike; gc paused."""
     best = dict.fromkeys(fns, float("inf"))
     gc.disable()
