@@ -21,7 +21,7 @@ import gc
 import time
 import tracemalloc
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tito import matching
@@ -44,7 +44,7 @@ def tool_result(i: int) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": f"call_{i}", "content": f"[{i}] " + SENTENCE * 4}  # about 100 tokens
 
 
-def ids_for(messages: list[dict[str, Any]], seed: int) -> array[int]:
+def ids_for(messages: Sequence[Mapping[str, Any]], seed: int) -> array[int]:
     """Stand-in ids: about one per four characters of text, as a BPE tokenizer gives for English."""
     count = sum(len(m["content"]) for m in messages) // 4 + 3
     return array("i", ((seed * 7919 + k) % 150_000 for k in range(count)))
@@ -61,7 +61,7 @@ def commit(tree: TreeTrajectory, plan: TurnPlan, assistant: dict[str, Any]) -> N
             kept_parent_ids=len(plan.stored_ids),
             request_messages=tuple(plan.appended),
             tools=None,
-            prompt_ids=ids_for(list(plan.appended), node_id),
+            prompt_ids=ids_for(plan.appended, node_id),
             output_ids=output,
             output_logprobs=array("f", bytes(4 * len(output))),
             assistant=assistant,

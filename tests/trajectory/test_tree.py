@@ -6,6 +6,7 @@ Turns are synthetic (`tests.trajectory.turns`): no tokenizer or engine, so each 
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_the_echoed_assistant_matches_under_the_librarys_matcher() -> None:
     """Agents echo the reply with extra fields (refusal, annotations) and empty content as None; it still matches."""
     t = tree()
     turn(t, [U1], "")
-    echoed = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
+    echoed: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
     assert t.plan([U1, echoed, T1], None, "f", False).parent_id == 0
 
 
