@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
 from tito.errors import AppendOnlyError, RoleNotAllowedError
-from tito.matching import appended_messages, loose_tool_call_message_matches, strict_message_matches
+from tito.matching import (
+    appended_messages,
+    loose_tool_call_message_matches,
+    strict_match_key,
+    strict_message_matches,
+)
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1, "b": [true]}'}}
 STORED = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [CALL]}]
@@ -46,3 +52,32 @@ def test_matchers_do_not_mutate_either_input() -> None:
     stored, sent = copy.deepcopy(STORED), copy.deepcopy([*STORED, {"role": "user", "content": "u"}])
     appended_messages(stored, sent, ("user",), loose_tool_call_message_matches)
     assert stored == STORED and sent[:2] == STORED
+
+
+MATCH_KEY_CASES = [
+    ({"role": "assistant", "content": None}, {"role": "assistant", "content": "", "refusal": None}),
+    ({"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}),
+    ({"role": "assistant", "content": "a"}, {"role": "user", "content": "a"}),
+    (STORED[1], {**STORED[1], "tool_calls": [RESPELLED]}),
+    (STORED[1], {**STORED[1], "tool_calls": [{**CALL, "id": "other id"}]}),
+    (STORED[1], {**STORED[1], "tool_calls": []}),
+    (
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": [1, {"b": 2}]}}}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": [1, {"b": 3}]}}}]},
+    ),
+    (
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1, "y": [2]}}}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"y": [2], "x": 1}}}]},
+    ),
+    ({"role": "user", "content": [{"type": "text", "text": "a"}]}, {"role": "user", "content": "a"}),
+    ({"role": "tool", "content": "r", "tool_call_id": "1"}, {"role": "tool", "content": "r", "tool_call_id": "2"}),
+]
+
+
+@pytest.mark.parametrize(("stored", "sent"), MATCH_KEY_CASES)
+def test_strict_match_keys_are_equal_exactly_when_the_strict_matcher_matches(
+    stored: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    matches = strict_message_matches(stored, sent) is None
+    assert (strict_match_key(stored) == strict_match_key(sent)) == matches
+    assert (hash(strict_match_key(stored)) == hash(strict_match_key(sent))) or not matches

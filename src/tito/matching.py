@@ -10,7 +10,7 @@ Imports nothing from tito but errors.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from tito.errors import AppendOnlyError, RoleNotAllowedError
@@ -69,6 +69,29 @@ def loose_tool_call_message_matches(stored: Message, sent: Message) -> str | Non
     return _compare_fields(stored, sent) or _compare_tool_calls(
         stored, sent, lambda a, b: _arguments_as_json(a) == _arguments_as_json(b)
     )
+
+
+def _frozen(value: Any) -> Hashable:
+    if value is None or isinstance(value, str):  # nearly every field: skip the slower abstract-class checks
+        return value
+    if isinstance(value, Mapping):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(item) for item in value)
+    return value  # type: ignore[no-any-return]
+
+
+def strict_match_key(message: Message) -> Hashable:
+    """A hashable key, equal for two messages exactly when `strict_message_matches` finds no differing field.
+
+    Lets a caller index stored messages by key instead of running the matcher against each one.
+    """
+    fields = tuple(_frozen(_empty_to_none(message.get(name))) for name in _COMPARED_FIELDS)
+    calls = tuple(
+        (_frozen((call.get("function") or {}).get("name")), _frozen((call.get("function") or {}).get("arguments")))
+        for call in _calls(message)
+    )
+    return fields, calls
 
 
 MATCHERS: Mapping[str, MessageMatcher] = {

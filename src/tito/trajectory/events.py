@@ -37,6 +37,10 @@ class SessionConfig:
     """Tree sessions: the most committed generations kept; checked before the engine is called."""
     strict_append_only: bool = False
     """Tree sessions: refuse any branch shape (400) instead of growing one."""
+    sample_picker: str | None = None
+    """Tree sessions: `module:function` choosing the leaves that become samples; None: drop superseded retries."""
+    sample_postprocessor: str | None = None
+    """Tree sessions: `module:function` run on the assembled samples; None: none."""
     ttl_seconds: float | None = None
     """Idle time after which the session is evicted; None: never."""
 
