@@ -25,6 +25,8 @@ def created(session_id: str, at: float = 1000.0, ttl_seconds: float | None = Non
         max_nodes=64,
         strict_append_only=True,
         ttl_seconds=ttl_seconds,
+        sample_picker="tito.trajectory.picking:drop_superseded_retries",
+        sample_postprocessor="package.module:postprocess",
     )
     return SessionCreated(session_id=session_id, config=config, at=at)
 

@@ -147,6 +147,8 @@ def _config_to_json(config: SessionConfig) -> dict[str, Any]:
         "max_nodes": config.max_nodes,
         "strict_append_only": config.strict_append_only,
         "ttl_seconds": config.ttl_seconds,
+        "sample_picker": config.sample_picker,
+        "sample_postprocessor": config.sample_postprocessor,
     }
 
 
@@ -159,6 +161,8 @@ def _config_from_json(data: dict[str, Any]) -> SessionConfig:
         max_nodes=data["max_nodes"],
         strict_append_only=data["strict_append_only"],
         ttl_seconds=data["ttl_seconds"],
+        sample_picker=data["sample_picker"],
+        sample_postprocessor=data["sample_postprocessor"],
     )
 
 
