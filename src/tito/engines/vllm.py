@@ -183,7 +183,8 @@ class VLLMEngine:
             waiter.cancel()
             if not work.done():
                 work.cancel()
-        if work.done() and not work.cancelled():
+                await asyncio.gather(work, return_exceptions=True)  # let it close its connection first
+        if not work.cancelled():
             return work.result()
         raise _Aborted
 
