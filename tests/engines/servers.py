@@ -177,7 +177,11 @@ def sglang_app(server: FakeServer) -> Starlette:
             Route("/health", health, methods=["GET"]),
             Route("/health_generate", health, methods=["GET"]),
             Route("/get_model_info", _model_info, methods=["GET"]),
+            Route("/model_info", _model_info, methods=["GET"]),
             Route("/get_server_info", _server_info, methods=["GET"]),
+            Route("/server_info", _server_info, methods=["GET"]),
+            Route("/v1/models", _sglang_models, methods=["GET"]),
+            Route("/version", _version, methods=["GET"]),
         ]
     )
 
@@ -187,7 +191,17 @@ async def _model_info(request: Request) -> Response:
 
 
 async def _server_info(request: Request) -> Response:
-    return JSONResponse({"model_path": "tiny", "context_length": 4096, "version": "0.5.23"})
+    info = {"model_path": "tiny", "served_model_name": "tiny", "context_length": 4096, "version": "0.5.23"}
+    return JSONResponse(info)
+
+
+async def _sglang_models(request: Request) -> Response:
+    model = {"id": "tiny", "object": "model", "owned_by": "sglang", "root": "tiny", "max_model_len": 4096}
+    return JSONResponse({"object": "list", "data": [model]})
+
+
+async def _version(request: Request) -> Response:
+    return JSONResponse({"version": "0.5.23"})
 
 
 # ---- vLLM: POST /v1/completions, /inference/v1/generate, /inference/v1/abort_requests, GET /v1/models ----
