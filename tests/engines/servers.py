@@ -357,3 +357,17 @@ def start_fake(kind: str) -> tuple[FakeServer, ServerThread]:
     thread = ServerThread(sglang_app(server) if kind == "sglang" else vllm_app(server)).start()
     server.url = thread.url
     return server, thread
+
+
+def main() -> None:
+    """Serve one in-test engine in its own process (benchmarks): python -m tests.engines.servers sglang|vllm PORT."""
+    import sys
+
+    kind, port = sys.argv[1], int(sys.argv[2])
+    server = FakeServer(name=kind, url=f"http://127.0.0.1:{port}")
+    app = sglang_app(server) if kind == "sglang" else vllm_app(server)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical", lifespan="off")
+
+
+if __name__ == "__main__":
+    main()

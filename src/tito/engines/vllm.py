@@ -89,12 +89,12 @@ class VLLMEngine:
             return Generation(token_ids(), logprob_values(), _ABORTED, len(request.prompt_ids))
         finally:
             self._aborts.pop(request.request_id, None)
-        choice = _only_choice(reply)
+        choice = only_choice(reply)
         if self._endpoint == "generate":
             ids, logprobs = _generate_logprobs(choice)
             versions = tuple(str(span.get("version")) for span in choice.get("weight_versions") or [])
         else:
-            ids, logprobs = _completion_logprobs(choice)
+            ids, logprobs = completion_arrays(choice)
             versions = ()
         finish = parse_finish(choice.get("finish_reason"), choice.get("stop_reason"))
         if finish is None:
@@ -128,7 +128,7 @@ class VLLMEngine:
                     raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream: {event['error']}")
                 choices = event.get("choices") or []
                 if choices and finish is None:
-                    ids, logprobs = _completion_logprobs(choices[0])
+                    ids, logprobs = completion_arrays(choices[0])
                     finish = parse_finish(choices[0].get("finish_reason"), choices[0].get("stop_reason"))
                     if ids or finish is None:
                         yield GenerationChunk(ids, logprobs)
@@ -258,14 +258,14 @@ def parse_finish(reason: Any, stop_reason: Any) -> Finish | None:
     )
 
 
-def _only_choice(reply: Any) -> JsonObject:
+def only_choice(reply: Any) -> JsonObject:
     choices = require(ENGINE, reply, "choices", "")
     if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
         raise EngineResponseError(ENGINE, f"expected exactly one choice, got {choices!r:.200}")
     return choices[0]
 
 
-def _completion_logprobs(choice: JsonObject) -> tuple[Any, Any]:
+def completion_arrays(choice: JsonObject) -> tuple[Any, Any]:
     ids = require(ENGINE, choice, "token_ids", "choices[0]")
     logprobs = require(ENGINE, choice, "logprobs", "choices[0]")
     values = require(ENGINE, logprobs, "token_logprobs", "choices[0].logprobs")
