@@ -224,7 +224,9 @@ async def test_connection_refused_is_engine_unavailable_for_every_call():
 @pytest.mark.asyncio
 async def test_health_passes_on_a_healthy_server_and_fails_typed_on_503(sglang_server: FakeServer):
     engine = SGLangEngine(sglang_server.url)
+    assert engine.info.model == ""
     await engine.health()
+    assert engine.info.model == "tiny", "learnt from /get_model_info"
     sglang_server.behaviour.status = 503
     with pytest.raises(EngineUnavailableError):
         await engine.health()

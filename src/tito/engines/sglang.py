@@ -6,9 +6,10 @@ output tokens only (`logprob_start_len: -1`), `rid` = the request id, and the se
 session on one worker and its radix cache). Reply: `output_ids` (the matched stop token kept) and
 `meta_info.output_token_logprobs` triples `[logprob, id, text|null]`, `finish_reason` `{"type": "stop"|"length"|
 "abort", ...}`, `prompt_tokens`, `cached_tokens`, `weight_version`. Streaming is SSE, cumulative by default
-(`--incremental-streaming-output` sends deltas); both are read. Logprobs are log softmax(logits / T): after temperature.
-Abort: `POST /abort_request {"rid"}`; SGLang aborts every rid that *starts with* it and ends the request with finish
-`abort` and the ids so far.
+(`--incremental-streaming-output` sends deltas); both are read. Run SGLang with that flag for long replies: a
+cumulative stream resends every id and logprob so far in each event, O(n^2) bytes over a reply.
+Logprobs are log softmax(logits / T): after temperature. Abort: `POST /abort_request {"rid"}`; SGLang aborts
+every rid that *starts with* it and ends the request with finish `abort` and the ids so far.
 
 Imports nothing from tito but engines.protocol, engines.http and errors.
 """
@@ -86,7 +87,12 @@ class SGLangEngine:
             raise EngineResponseError(ENGINE, f"/generate stream ended after {received} ids without a finish_reason")
 
     async def health(self) -> None:
+        """`GET /health`; the first time, also learn the served model from `GET /get_model_info` when not given."""
         await self._http.get("/health")
+        if not self._info.model:
+            model_info = self._http.decode("/get_model_info", (await self._http.get("/get_model_info")).content)
+            model = require(ENGINE, model_info, "model_path", "/get_model_info")
+            self._info = EngineInfo(ENGINE, str(model), self._info.max_context, self._info.logprob_semantics)
 
     async def abort(self, request_id: str) -> None:
         """Abort by rid (SGLang matches rids by prefix: an id that prefixes others aborts those too)."""
