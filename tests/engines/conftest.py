@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.engines.servers import FakeServer, start_fake
+from tests.engines.fake_engine import FakeServer
+from tests.engines.servers import start_fake
 
 
 @pytest.fixture(scope="session")

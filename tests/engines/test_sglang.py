@@ -8,7 +8,8 @@ from array import array
 
 import pytest
 
-from tests.engines.servers import FakeServer, free_port, scripted_id, scripted_logprob
+from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
+from tests.engines.servers import free_port
 from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
 from tito.engines.sglang import SGLangEngine, parse_finish_reason
 from tito.errors import (

@@ -17,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.engines.servers import FakeServer, ServerThread, free_port, start_fake
+from tests.engines.fake_engine import FakeServer
+from tests.engines.servers import ServerThread, free_port, start_fake
 from tito.engines.protocol import FinishKind, GenerateRequest, SamplingParams, collect_stream
 from tito.engines.sglang import SGLangEngine
 
