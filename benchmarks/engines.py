@@ -78,6 +78,9 @@ async def http_client_overhead(url: str, requests: int, rounds: int) -> tuple[fl
     bare = httpx.AsyncClient(base_url=url, timeout=30)
     body = orjson.dumps(generate_body(http_request(0), stream=False))
     headers = {"content-type": "application/json"}
+    for index in range(50):  # warm up: connections open, code paths hot
+        await engine.generate(http_request(index))
+        (await bare.post("/generate", content=body, headers=headers)).read()
     best_client = best_floor = float("inf")
     for _ in range(rounds):
         started = time.perf_counter()
