@@ -11,7 +11,7 @@ import pytest
 from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
 from tests.engines.servers import free_port
 from tito.engines.factory import create_engine
-from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
+from tito.engines.protocol import Engine, FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
 from tito.engines.vllm import VLLMEngine, parse_finish
 from tito.errors import (
     ConfigurationError,
@@ -208,7 +208,8 @@ async def test_connection_refused_is_engine_unavailable():
 
 
 def test_the_factory_builds_both_http_engines_and_rejects_an_unknown_vllm_endpoint():
-    assert isinstance(create_engine("vllm", url="http://127.0.0.1:1", timeout=5), VLLMEngine)
-    assert create_engine("sglang", url="http://127.0.0.1:1").info.name == "sglang"
+    vllm, sglang = create_engine("vllm", url="http://127.0.0.1:1", timeout=5), create_engine("sglang", url="http://x")
+    assert isinstance(vllm, VLLMEngine) and isinstance(vllm, Engine) and isinstance(sglang, Engine)
+    assert sglang.info.name == "sglang" and vllm.info.name == "vllm"
     with pytest.raises(ConfigurationError, match="endpoint"):
         VLLMEngine("http://127.0.0.1:1", endpoint="chat")  # type: ignore[arg-type]
