@@ -41,6 +41,8 @@ class Behaviour:
     """SGLang `--incremental-streaming-output`: stream deltas instead of cumulative events."""
     weight_version: str = "default"
     usage_chunk: bool = True
+    stream_error: str | None = None
+    """Stream: after the first event, an in-stream error event with this message (a 200 stream cannot change status)."""
     """vLLM: send the final `usage` chunk when `stream_options.include_usage` asks for it."""
 
 

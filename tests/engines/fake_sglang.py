@@ -70,6 +70,9 @@ def sglang_app(server: FakeServer) -> Starlette:
                 await asyncio.sleep(behaviour.token_delay)
                 if server.is_aborted(rid):
                     break
+                if behaviour.stream_error and count > 1:
+                    yield b"data: " + json.dumps({"error": {"message": behaviour.stream_error}}).encode() + b"\n\n"
+                    break
                 if behaviour.drop_connection and count > 1:
                     raise ConnectionResetError("in-test server drops the connection")
                 finish = finish_of(count) if count == len(ids) else None

@@ -60,6 +60,15 @@ def vllm_app(server: FakeServer) -> Starlette:
         async def events() -> AsyncIterator[bytes]:
             for index in range(len(ids)):
                 await asyncio.sleep(behaviour.token_delay)
+                if behaviour.stream_error and index > 0:
+                    error = {
+                        "message": behaviour.stream_error,
+                        "type": "InternalServerError",
+                        "param": None,
+                        "code": 500,
+                    }
+                    yield b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
+                    break
                 if behaviour.drop_connection and index > 0:
                     raise ConnectionResetError("in-test server drops the connection")
                 finish = finish_type if index == len(ids) - 1 else None

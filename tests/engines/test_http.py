@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from tito.engines.http import engine_words, require
+from tito.engines.http import HttpEngineClient, engine_words, require
 from tito.errors import EngineResponseError
 
 
@@ -28,3 +30,10 @@ def test_a_missing_field_names_the_field_where_it_was_expected_and_what_was_ther
         require("vllm", {"index": 0, "text": ""}, "token_ids", "choices[0]")
     with pytest.raises(EngineResponseError, match="got list"):
         require("sglang", [1, 2], "meta_info", "")
+
+
+def test_a_body_that_is_not_json_is_an_engine_response_error_quoting_it():
+    client = HttpEngineClient("sglang", "http://127.0.0.1:1", timeout=1)
+    with pytest.raises(EngineResponseError, match="/generate: reply is not JSON: b'<html>502 Bad Gateway"):
+        client.decode("/generate", b"<html>502 Bad Gateway</html>")
+    asyncio.run(client.aclose())

@@ -232,3 +232,15 @@ async def test_health_passes_on_a_healthy_server_and_fails_typed_on_503(sglang_s
     with pytest.raises(EngineUnavailableError):
         await engine.health()
     await engine.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_error_event_inside_the_stream_is_the_engines_refusal_in_its_words(sglang_server: FakeServer):
+    sglang_server.behaviour.stream_error = "The input (9000 tokens) is longer than the model's context length"
+    engine = SGLangEngine(sglang_server.url)
+    received = []
+    with pytest.raises(EngineRequestError, match="longer than the model's context length") as caught:
+        async for chunk in engine.stream(request(max_new_tokens=5)):
+            received.append(chunk)
+    await engine.aclose()
+    assert len(received) == 1 and caught.value.engine_status == 400

@@ -213,3 +213,13 @@ def test_the_factory_builds_both_http_engines_and_rejects_an_unknown_vllm_endpoi
     assert sglang.info.name == "sglang" and vllm.info.name == "vllm"
     with pytest.raises(ConfigurationError, match="endpoint"):
         VLLMEngine("http://127.0.0.1:1", endpoint="chat")  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_an_error_event_inside_the_stream_is_a_typed_error_with_its_code(vllm_server: FakeServer):
+    vllm_server.behaviour.stream_error = "EngineCore encountered an issue"
+    engine = VLLMEngine(vllm_server.url, model="tiny")
+    with pytest.raises(EngineResponseError, match="EngineCore encountered an issue") as caught:
+        await collect_stream(engine.stream(request()), 0.0)
+    await engine.aclose()
+    assert caught.value.engine_status == 500

@@ -85,6 +85,8 @@ class HttpEngineClient:
                     event = self.decode(path, data.encode())
                     if not isinstance(event, dict):
                         raise EngineResponseError(self.engine, f"{path}: SSE event is not a JSON object: {data[:200]}")
+                    if "error" in event:
+                        self.raise_error_event(path, event)
                     yield event
             finally:
                 await response.aclose()
@@ -104,6 +106,17 @@ class HttpEngineClient:
         if status == 503:
             raise EngineUnavailableError(self.engine, words, status=status)
         if 400 <= status < 500:
+            raise EngineRequestError(self.engine, words, status=status)
+        raise EngineResponseError(self.engine, words, status=status)
+
+    def raise_error_event(self, path: str, event: JsonObject) -> None:
+        """An error sent inside a 200 stream (`data: {"error": {...}}`): its `code` when given, else a refusal (400),
+        as SGLang answers the same failure (a ValueError) on a non-streaming call."""
+        error = event["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) and code >= 400 else 400
+        words = f"{path} stream: {error_words(event) or event}"
+        if status < 500:
             raise EngineRequestError(self.engine, words, status=status)
         raise EngineResponseError(self.engine, words, status=status)
 
@@ -127,21 +140,27 @@ class HttpEngineClient:
 
 
 def engine_words(content: bytes) -> str:
-    """The engine's own error message: `{"error": {"message"}}` (SGLang, vLLM), `{"message"}`, `{"detail"}` or text."""
+    """The engine's own error message out of an error reply's body, or the body's text."""
     text = content.decode("utf-8", "replace").strip()
     try:
         body = orjson.loads(text)
     except ValueError:
         return text[:500] or "(empty body)"
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            for key in ("message", "detail"):
-                if isinstance(error.get(key), str | list):
-                    return str(error[key])[:500]
-        elif isinstance(error, str):
-            return error[:500]
-    return text[:500]
+    return error_words(body) or text[:500]
+
+
+def error_words(body: Any) -> str | None:
+    """The message of `{"error": {"message"}}` (SGLang, vLLM), `{"error": "..."}`, `{"message"}` or `{"detail"}`."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body)
+    if isinstance(error, str):
+        return error[:500]
+    if isinstance(error, dict):
+        for key in ("message", "detail"):
+            if isinstance(error.get(key), str | list):
+                return str(error[key])[:500]
+    return None
 
 
 def require(engine: str, container: Any, key: str, where: str) -> Any:

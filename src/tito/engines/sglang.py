@@ -73,8 +73,6 @@ class SGLangEngine:
         events = self._http.post_sse("/generate", generate_body(request, stream=True), _headers(request))
         try:
             async for event in events:
-                if "error" in event:
-                    raise EngineRequestError(ENGINE, f"/generate stream: {_error_words(event['error'])}")
                 if finished:
                     continue  # read on to `[DONE]` so the connection goes back to the pool
                 chunk = parse_reply(event, already_received=received)
@@ -204,9 +202,3 @@ def parse_finish_reason(reason: Any) -> Finish | None:
 
 def _headers(request: GenerateRequest) -> dict[str, str]:
     return {ROUTING_HEADER: request.session_id} if request.session_id is not None else {}
-
-
-def _error_words(error: Any) -> str:
-    if isinstance(error, dict):
-        return str(error.get("message", error))
-    return str(error)

@@ -124,8 +124,6 @@ class VLLMEngine:
                     return
                 if event is None:
                     break
-                if "error" in event:
-                    raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream: {event['error']}")
                 choices = event.get("choices") or []
                 if choices and finish is None:
                     ids, logprobs = completion_arrays(choices[0])
