@@ -42,6 +42,15 @@ def json_response(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
+def error_response(body: Any, status: int) -> Response:
+    """An error reply; a 4xx other than 429 tells the openai SDK not to retry it (a retry cannot succeed, and a
+    retried 409 must not be mistaken for a new turn)."""
+    response = json_response(body, status)
+    if 400 <= status < 500 and status != 429:
+        response.headers["x-should-retry"] = "false"
+    return response
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused (413) past `limit` bytes before it is read when the length is declared."""
     declared = request.headers.get("content-length")
@@ -77,7 +86,7 @@ def create_app(state: ServerState) -> FastAPI:
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
         metrics.errors.labels(type(exc).__name__).inc()
-        return json_response(error_body(exc), exc.http_status)
+        return error_response(error_body(exc), exc.http_status)
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -87,13 +96,13 @@ def create_app(state: ServerState) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         metrics.errors.labels("HTTPException").inc()
-        return json_response({"error": {"type": "HTTPException", "message": str(exc.detail)}}, exc.status_code)
+        return error_response({"error": {"type": "HTTPException", "message": str(exc.detail)}}, exc.status_code)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> Response:
         metrics.errors.labels("InternalError").inc()
         message = f"internal error: {type(exc).__name__}: {exc}"
-        return json_response({"error": {"type": "InternalError", "message": message}}, 500)
+        return error_response({"error": {"type": "InternalError", "message": message}}, 500)
 
     @app.get("/health")
     async def health() -> Response:
