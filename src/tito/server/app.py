@@ -13,11 +13,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
 from tito.server.completions import (
@@ -31,6 +32,7 @@ from tito.server.completions import (
     reply_body,
 )
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
+from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.state import ServerState
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
@@ -62,6 +64,25 @@ async def read_body(request: Request, limit: int) -> bytes:
     return body
 
 
+class ApiKeyMiddleware:
+    """Every route needs `Authorization: Bearer <key>` (pure ASGI: no per-request dependency resolution)."""
+
+    def __init__(self, app: ASGIApp, api_key: str, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not secrets.compare_digest(given, self.expected):
+                error = UnauthorizedError("missing or wrong API key: send 'Authorization: Bearer <key>'")
+                self.metrics.errors.labels(type(error).__name__).inc()
+                await error_response(error_body(error), error.http_status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(state: ServerState) -> FastAPI:
     options = state.options
     registry = state.registry
@@ -73,15 +94,10 @@ def create_app(state: ServerState) -> FastAPI:
         yield
         sweeper.cancel()
 
-    async def require_api_key(request: Request) -> None:
-        if options.api_key is None:
-            return
-        given = request.headers.get("authorization", "")
-        if not secrets.compare_digest(given.encode(), f"Bearer {options.api_key}".encode()):
-            raise UnauthorizedError("missing or wrong API key: send 'Authorization: Bearer <key>'")
-
-    app = FastAPI(title="tito", lifespan=lifespan, dependencies=[Depends(require_api_key)])
+    app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
+    if options.api_key is not None:
+        app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:

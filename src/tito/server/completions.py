@@ -14,7 +14,7 @@ import secrets
 import time
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import ValidationError
@@ -178,7 +178,7 @@ def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResu
     """The event that records the turn: prompt ids beyond the kept parent ids, sampled ids and logprobs, facts."""
     finish_reason = "length" if generation.finish.kind is FinishKind.LENGTH else result.finish_reason
     plan = prepared.plan
-    sampling = asdict(prepared.sampling)
+    sampling = prepared.sampling
     metadata = {
         "prompt_tokens": len(prepared.prompt_ids),
         "completion_tokens": len(generation.output_ids),
@@ -187,7 +187,7 @@ def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResu
         "engine_finish": generation.finish.kind.value,
         "weight_versions": list(generation.weight_versions),
         "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},
-        "sampling": {key: list(value) if isinstance(value, tuple) else value for key, value in sampling.items()},
+        "sampling": {f.name: _json_value(getattr(sampling, f.name)) for f in fields(sampling)},
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
     }
@@ -208,6 +208,10 @@ def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResu
         metadata=metadata,
         at=time.time(),
     )
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def reply_body(turn: TurnCommitted, model: str) -> dict[str, Any]:

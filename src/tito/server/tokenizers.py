@@ -55,6 +55,7 @@ class TokenizerPool:
         self._known = _known_kwargs(get_family(family), tokenizer)
         self._family = family
         self._pool: dict[str, TitoTokenizer] = {}
+        self._stop_ids: dict[int, tuple[int, ...]] = {}
         self.default = self.get()
 
     @property
@@ -68,6 +69,8 @@ class TokenizerPool:
         allowed_append_roles: Sequence[str] | None = None,
     ) -> TitoTokenizer:
         """The TitoTokenizer for launch kwargs < session kwargs < request kwargs, under the given role gate."""
+        if not session_kwargs and not request_kwargs and allowed_append_roles is None and self._pool:
+            return self.default
         kwargs = {**self.launch_kwargs, **(session_kwargs or {}), **(request_kwargs or {})}
         roles = tuple(allowed_append_roles) if allowed_append_roles is not None else self.allowed_append_roles
         key = json.dumps([kwargs, roles], sort_keys=True, default=str)
@@ -87,7 +90,10 @@ class TokenizerPool:
 
     def stop_token_ids(self, tito_tokenizer: TitoTokenizer) -> tuple[int, ...]:
         """The family's stop tokens as ids (the library will expose these on TitoTokenizer)."""
-        return tuple(
-            int(tito_tokenizer.tokenizer.encode(token, add_special_tokens=False)[0])
-            for token in tito_tokenizer.family.stop_tokens
-        )
+        found = self._stop_ids.get(id(tito_tokenizer))
+        if found is None:
+            encode = tito_tokenizer.tokenizer.encode
+            stops = tito_tokenizer.family.stop_tokens
+            found = tuple(int(encode(token, add_special_tokens=False)[0]) for token in stops)
+            self._stop_ids[id(tito_tokenizer)] = found
+        return found
