@@ -31,10 +31,11 @@ _STEPS: list[tuple[str, list[dict[str, Any]]]] = [
 ]  # fmt: skip
 
 
-def run_demo(port: int = 0, max_tokens: int = 48) -> int:
+def run_demo(port: int = 0, max_tokens: int = 48, engine: str = "local", family: str = "default") -> int:
+    """Serve `engine` (the embedded SmolLM2 by default), drive the session, show the sample; returns 0."""
     console = Console()
-    console.print("[bold]tito demo[/bold]: loading the embedded local model (SmolLM2) ...")
-    state = build_state(ServerOptions(), engine="local")
+    console.print(f"[bold]tito demo[/bold]: starting tito serve --engine {engine} ...")
+    state = build_state(ServerOptions(family=family), engine=engine)
     roles = set(state.tokenizers.default.allowed_append_roles)
     with serve_in_thread(create_app(state), port=port) as base_url:
         session_id = httpx.post(f"{base_url}/sessions").json()["session_id"]

@@ -14,7 +14,7 @@ import asyncio
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -78,7 +78,7 @@ class SessionRegistry:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def __iter__(self) -> Iterable[Session]:
+    def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions.values()))
 
     def get(self, session_id: str) -> Session:
