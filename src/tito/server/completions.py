@@ -47,8 +47,6 @@ class PreparedTurn:
     """How many of the parent path's ids the prompt keeps (the rest of the prompt is the turn's own)."""
     sampling: SamplingParams
     fingerprint: str
-    received: float
-    """`time.monotonic()` when the request arrived."""
 
 
 def parse_chat_request(body: bytes) -> ChatCompletionRequest:
@@ -77,7 +75,6 @@ async def prepare_turn(
 ) -> PreparedTurn | TurnCommitted:
     """Validate and plan the turn and build its prompt ids; mutates nothing. A committed turn when the request is
     an SDK retry of it (reply with that instead of sampling again)."""
-    received = time.monotonic()
     tito_tokenizer = state.tokenizers.get(
         session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
     )
@@ -90,7 +87,7 @@ async def prepare_turn(
     else:
         prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
     sampling = sampling_params(state, tito_tokenizer, request, len(prompt_ids))
-    return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint, received)
+    return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint)
 
 
 def build_prompt_ids(
