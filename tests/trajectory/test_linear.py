@@ -10,7 +10,7 @@ import pytest
 from tito.errors import AppendOnlyError, ConfigurationError, JunctionError
 from tito.trajectory import create_trajectory
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
-from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError
+from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError, ToolsChangedError
 
 STOP = 99
 
@@ -120,3 +120,12 @@ def test_create_trajectory_builds_linear_and_names_a_missing_tree() -> None:
             create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
     else:
         assert create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE)) is not None
+
+
+def test_later_turns_must_send_the_first_turns_tools_but_a_fresh_start_may_change_them() -> None:
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 1)
+    with pytest.raises(ToolsChangedError, match=r"first turn rendered \(none\)"):
+        trajectory.plan([*messages, user("u1")], tools, "x", False)
+    assert trajectory.plan(messages[:1], tools, "x", False).parent_id is None  # retrying the first turn: a new start

@@ -26,6 +26,12 @@ class SessionMovedOnError(TitoError):
     http_status = 409
 
 
+class ToolsChangedError(TitoError):
+    """A later turn sent other tools than the session's first turn: the stored prompt rendered the first ones."""
+
+    http_status = 400
+
+
 class LinearTrajectory:
     """One path of committed turns (the `Trajectory` protocol), mutated only by `apply`."""
 
@@ -59,6 +65,7 @@ class LinearTrajectory:
         stored = self._messages
         diverged = self._first_difference(stored, messages)
         if diverged is None:
+            self._check_tools(tools)
             if head_turn.finish_reason == "length":
                 raise JunctionError(
                     f"turn {head} was cut by length (its ids end without a stop token), so it cannot be extended; "
@@ -69,10 +76,22 @@ class LinearTrajectory:
         if diverged < head_start:
             self._refuse_deep_divergence(stored, messages, diverged)
         parent = head_turn.parent_id
+        if parent is not None:
+            self._check_tools(tools)
         parent_ids = self.store.path_ids(parent) if parent is not None else array("i")
         return TurnPlan(
             parent, stored[:head_start], parent_ids, messages, messages[head_start:], self.version, replaces=head
         )
+
+    def _check_tools(self, tools: Sequence[Message] | None) -> None:
+        """Tools render in the opening system block, so a turn that keeps the stored ids keeps the first tools."""
+        first = self.store.get(self.store.roots[0]).turn.tools
+        if list(tools or ()) != list(first or ()):
+            names = ", ".join(str((tool.get("function") or {}).get("name")) for tool in (first or ())) or "none"
+            raise ToolsChangedError(
+                f"the request's tools differ from the ones this session's first turn rendered ({names}); tools are "
+                "part of the stored prompt, so send the same tools or open a new session"
+            )
 
     def _first_difference(self, stored: Sequence[Message], sent: Sequence[Message]) -> int | None:
         """The first stored message the request does not resend unchanged; None when it extends them all."""
