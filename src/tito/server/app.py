@@ -36,7 +36,7 @@ from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.state import ServerState
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
-from tito.trajectory.events import SessionConfig, TurnCommitted
+from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 from tito.trajectory.samples import SampleAssemblyError, assemble_sample
 
 
@@ -144,8 +144,11 @@ def create_app(state: ServerState) -> FastAPI:
             raise validation_error(exc) from None
         roles = tuple(asked.allowed_append_roles) if asked.allowed_append_roles is not None else None
         config = SessionConfig(
+            trajectory=TrajectoryKind(asked.trajectory),
             chat_template_kwargs=asked.chat_template_kwargs or {},
             allowed_append_roles=roles,
+            max_nodes=asked.max_nodes,
+            strict_append_only=asked.strict_append_only,
             ttl_seconds=asked.ttl_seconds or options.session_ttl,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now

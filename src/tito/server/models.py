@@ -8,7 +8,7 @@ Imports nothing from tito.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,9 +40,14 @@ class SessionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    trajectory: Literal["linear", "tree"] = "linear"
     chat_template_kwargs: dict[str, Any] | None = None
     allowed_append_roles: list[str] | None = None
     ttl_seconds: float | None = Field(default=None, gt=0)
+    max_nodes: int | None = Field(default=None, ge=1)
+    """Tree sessions: the most generations kept."""
+    strict_append_only: bool = False
+    """Tree sessions: refuse any branch instead of growing one."""
 
 
 class SamplesRequest(BaseModel):
