@@ -307,3 +307,20 @@ def test_unknown_session_is_404_with_an_error_body(server: Server) -> None:
     response = httpx.post(f"{server.url}/sessions/{'0' * 32}/v1/chat/completions", json={"messages": []})
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "SessionNotFoundError"
+
+
+def test_a_reserialised_tool_call_is_refused_and_the_sampled_turn_kept(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    call = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call><|im_end|>'
+    server.engine.queue(qwen3_tokenizer.encode(call, add_special_tokens=False))
+    session_id = server.new_session()
+    messages = converse(server, session_id, [[{"role": "user", "content": "call f"}]])
+    echoed = json.loads(json.dumps(messages[1]))
+    arguments = echoed["tool_calls"][0]["function"]["arguments"]
+    echoed["tool_calls"][0]["function"]["arguments"] = json.dumps(json.loads(arguments), indent=2)
+    tool = {"role": "tool", "tool_call_id": echoed["tool_calls"][0]["id"], "content": "done"}
+    before = turns_of(server, session_id)
+    with pytest.raises(openai.BadRequestError, match="arguments.*send it back exactly as received"):
+        client(server, session_id).chat.completions.create(model="m", messages=[messages[0], echoed, tool])
+    assert turns_of(server, session_id) == before

@@ -129,3 +129,14 @@ def test_later_turns_must_send_the_first_turns_tools_but_a_fresh_start_may_chang
     with pytest.raises(ToolsChangedError, match=r"first turn rendered \(none\)"):
         trajectory.plan([*messages, user("u1")], tools, "x", False)
     assert trajectory.plan(messages[:1], tools, "x", False).parent_id is None  # retrying the first turn: a new start
+
+
+def test_a_rewritten_generated_reply_is_refused_not_taken_as_a_retry() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 1)
+    rewritten = {**messages[1], "content": "not what the model said"}
+    with pytest.raises(AppendOnlyError, match=r"message 1 differs.*'content'.*send it back exactly as received"):
+        trajectory.plan([messages[0], rewritten, user("next")], None, "x", False)
+    with pytest.raises(AppendOnlyError, match="message 1"):
+        trajectory.plan([messages[0], rewritten], None, "x", False)
+    assert trajectory.plan([messages[0], user("changed")], None, "x", False).replaces == 0  # a retry drops it

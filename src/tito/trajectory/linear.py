@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from tito.errors import AppendOnlyError, JunctionError, TitoError
-from tito.matching import MessageMatcher, strict_message_matches
+from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence, TrajectoryIntegrityError
@@ -75,6 +75,8 @@ class LinearTrajectory:
         head_start = self._turn_starts[-1]
         if diverged < head_start:
             self._refuse_deep_divergence(stored, messages, diverged)
+        if diverged == len(stored) - 1 and len(messages) > diverged and messages[diverged].get("role") == "assistant":
+            self._refuse_rewritten_reply(stored, messages)
         parent = head_turn.parent_id
         if parent is not None:
             self._check_tools(tools)
@@ -102,16 +104,32 @@ class LinearTrajectory:
                 return index
         return None
 
-    def _refuse_deep_divergence(self, stored: Sequence[Message], sent: Sequence[Message], index: int) -> None:
+    def _refuse_deep_divergence(self, stored: Sequence[Message], sent: Sequence[Message], index: int) -> NoReturn:
         turns_after = sum(start > index for start in self._turn_starts) + 1
-        hint = (
+        self._refuse(
+            stored,
+            sent,
             f"a linear session rolls back at most one generated turn, and this request would discard {turns_after}; "
-            "resend the stored conversation (GET /sessions/{id} shows it) or open a new session"
+            "resend the stored conversation (GET /sessions/{id} shows it) or open a new session",
         )
-        if index >= len(sent):
-            raise AppendOnlyError(index, "message", stored[index], "nothing (the request ends here)", hint)
-        field = self.matcher(stored[index], sent[index]) or "message"
-        raise AppendOnlyError(index, field, stored[index].get(field, stored[index]), sent[index].get(field), hint)
+
+    def _refuse_rewritten_reply(self, stored: Sequence[Message], sent: Sequence[Message]) -> NoReturn:
+        """The agent sent back the generated reply changed: refused, never silently taken as a retry that would
+        discard the sampled turn (a harness that re-serialises tool arguments must not lose training data)."""
+        self._refuse(
+            stored,
+            sent,
+            "this is the assistant reply the model generated; send it back exactly as received (e.g. "
+            "message.model_dump(exclude_none=True)), or resend the conversation without it to retry that turn",
+        )
+
+    def _refuse(self, stored: Sequence[Message], sent: Sequence[Message], hint: str) -> NoReturn:
+        """Raise the matcher's account of the first difference (message index, field, both values) with `hint`."""
+        try:
+            appended_messages(stored, sent[: len(stored)], (), self.matcher)
+        except AppendOnlyError as exc:
+            raise AppendOnlyError(exc.index, exc.field, exc.expected, exc.actual, hint) from None
+        raise TrajectoryIntegrityError("the request was found to diverge, but the matcher finds no difference")
 
     def check(self, plan: TurnPlan) -> None:
         if plan.version != self.version:
