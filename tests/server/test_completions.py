@@ -321,6 +321,6 @@ def test_a_reserialised_tool_call_is_refused_and_the_sampled_turn_kept(
     echoed["tool_calls"][0]["function"]["arguments"] = json.dumps(json.loads(arguments), indent=2)
     tool = {"role": "tool", "tool_call_id": echoed["tool_calls"][0]["id"], "content": "done"}
     before = turns_of(server, session_id)
-    with pytest.raises(openai.BadRequestError, match="arguments.*send it back exactly as received"):
+    with pytest.raises(openai.BadRequestError, match=r"arguments.*send it back exactly as received"):
         client(server, session_id).chat.completions.create(model="m", messages=[messages[0], echoed, tool])
     assert turns_of(server, session_id) == before
