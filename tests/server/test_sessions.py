@@ -9,7 +9,7 @@ import pytest
 
 from tito.server.errors import SessionGoneError, SessionNotFoundError
 from tito.server.sessions import SessionRegistry
-from tito.trajectory.events import SessionConfig, SessionEvent, TurnCommitted
+from tito.trajectory.events import SessionConfig, SessionDeleted, SessionEvent, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError
 
 
@@ -84,5 +84,21 @@ def test_deleted_ids_are_gone_and_unknown_ids_not_found() -> None:
             registry.get("0" * 32)
         plan = session.trajectory.plan([], None, "", False)
         assert not await registry.commit(session, plan, turn("x", 0, None, 0, ""))
+
+    asyncio.run(scenario())
+
+
+def test_expiry_is_an_event_the_sink_records_and_the_id_then_answers_gone() -> None:
+    async def scenario() -> None:
+        sink = ListSink()
+        registry = SessionRegistry(sink=sink)
+        session = await registry.create(SessionConfig(ttl_seconds=0.01))
+        await asyncio.sleep(0.03)
+        with pytest.raises(SessionGoneError, match="expired"):
+            registry.get(session.session_id)  # a lookup answers 410 but does not change the registry
+        assert len(registry) == 1
+        assert await registry.evict_expired() == [session.session_id]
+        deleted = sink.events[-1]
+        assert isinstance(deleted, SessionDeleted) and deleted.reason == "expired" and len(registry) == 0
 
     asyncio.run(scenario())

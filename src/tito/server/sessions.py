@@ -82,12 +82,13 @@ class SessionRegistry:
         return iter(list(self._sessions.values()))
 
     def get(self, session_id: str) -> Session:
-        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock."""
+        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock.
+
+        An expired session not yet swept answers 410 here; the sweeper records its deletion (an event, so the
+        journal sees it), never this synchronous lookup."""
         session = self._sessions.get(session_id)
         if session is None or self._expired(session, time.monotonic()):
-            if session is not None:
-                self.apply(SessionDeleted(session_id, time.time(), "expired"))
-            reason = self._gone.get(session_id)
+            reason = "expired" if session is not None else self._gone.get(session_id)
             if reason is not None:
                 raise SessionGoneError(f"session {session_id} was {reason}; open a new one with POST /sessions")
             raise SessionNotFoundError(f"no session {session_id!r}; open one with POST /sessions")
