@@ -121,32 +121,35 @@ async def direct(engine: InstantEngine, requests: list[GenerateRequest], concurr
     return time.perf_counter() - started
 
 
-def deep_size(obj: Any, seen: set[int]) -> int:
+def deep_size(obj: Any, seen: set[int], arrays: list[int]) -> int:
+    """Bytes of `obj` and everything it references (once each); appends each array's size to `arrays`."""
     if id(obj) in seen or isinstance(obj, type):
         return 0
     seen.add(id(obj))
     size = sys.getsizeof(obj)
-    if isinstance(obj, dict):
-        size += sum(deep_size(k, seen) + deep_size(v, seen) for k, v in obj.items())
+    if isinstance(obj, array):
+        arrays.append(size)
+    elif isinstance(obj, dict):
+        size += sum(deep_size(k, seen, arrays) + deep_size(v, seen, arrays) for k, v in obj.items())
     elif isinstance(obj, list | tuple | set | frozenset):
-        size += sum(deep_size(item, seen) for item in obj)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, array):
-        size += deep_size(vars(obj), seen)
+        size += sum(deep_size(item, seen, arrays) for item in obj)
+    elif hasattr(obj, "__dict__"):
+        size += deep_size(vars(obj), seen, arrays)
     return size
 
 
 def memory(state: ServerState) -> tuple[int, int, int]:
-    """(tokens stored on head paths, bytes of token arrays, bytes of everything) over every live session."""
+    """(tokens on the sessions' paths, bytes of their token arrays, bytes of everything) over every live session.
+
+    Token arrays: each node's prompt ids, sampled ids and logprobs, and the head-path cache."""
     tokens = token_bytes = total = 0
     for session in state.registry:
         trajectory = session.trajectory
         assert isinstance(trajectory, LinearTrajectory)
         tokens += len(trajectory.path_ids(trajectory.head)) if trajectory.head is not None else 0
-        arrays = [trajectory._ids]  # the head-path cache
-        for node in trajectory.store:
-            arrays += [node.turn.prompt_ids, node.turn.output_ids, node.turn.output_logprobs]
-        token_bytes += sum(sys.getsizeof(values) for values in arrays)
-        total += deep_size(trajectory, set())
+        arrays: list[int] = []
+        total += deep_size(trajectory, set(), arrays)
+        token_bytes += sum(arrays)
     return tokens, token_bytes, total
 
 
