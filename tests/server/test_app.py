@@ -17,9 +17,10 @@ from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, decode_safetensors
 def test_session_lifecycle_create_describe_delete_then_410(server: Server) -> None:
     session_id = server.new_session()
     assert re.fullmatch(r"[0-9a-f]{32}", session_id)
-    converse(server, session_id, [[{"role": "user", "content": "hi"}]])
+    messages = converse(server, session_id, [[{"role": "user", "content": "hi"}]])
     described = server.http.get(f"/sessions/{session_id}").json()
     assert described["status"] == "live" and len(described["turns"]) == 1
+    assert described["conversation"] == messages  # what a request must resend, as stored
     assert described["tokens"] == described["turns"][0]["prompt_tokens"] + described["sampled_tokens"]
     assert server.http.delete(f"/sessions/{session_id}").status_code == 204
     for method, path in [("GET", ""), ("DELETE", ""), ("POST", "/samples"), ("POST", "/v1/chat/completions")]:

@@ -189,6 +189,7 @@ class LinearTrajectory:
                 for turn in turns
             ],
             "messages": len(self._messages),
+            "conversation": list(self._messages),
             "tokens": len(self._ids),
             "sampled_tokens": sum(len(turn.output_ids) for turn in turns),
         }
