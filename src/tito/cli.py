@@ -1,4 +1,4 @@
-"""`tito render | verify`: the command line. Results to stdout, diagnostics to stderr.
+"""`tito render | verify | serve | demo`: the command line. Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error. Tracebacks only with --debug.
 """
@@ -98,6 +98,93 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    import uvicorn
+
+    from tito.server import ServerOptions, create_app
+    from tito.server.launch import build_state
+
+    options = ServerOptions(
+        family=args.family,
+        chat_template_kwargs=args.chat_template_kwargs or {},
+        allowed_append_roles=tuple(args.allowed_append_roles) if args.allowed_append_roles else None,
+        api_key=args.api_key,
+        max_sessions=args.max_sessions,
+        session_ttl=args.session_ttl,
+        max_body_bytes=args.max_body_bytes,
+        engine_timeout=args.engine_timeout,
+    )
+    model_dir = Path(args.model) if args.model else None
+    state = build_state(
+        options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer
+    )
+    print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
+          f"({state.model_name}); agents use base_url http://{args.host}:{args.port}/sessions/<id>/v1",
+          file=sys.stderr)  # fmt: skip
+    try:
+        uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="warning")
+    finally:
+        asyncio.run(state.engine.aclose())
+    return 0
+
+
+def _add_serve_command(commands: Any) -> None:
+    from tito.engines.factory import ENGINE_KINDS
+
+    serve = commands.add_parser(
+        "serve", help="run the session server: OpenAI chat per session, exact ids and samples for training",
+        epilog="example: tito serve --family qwen3 --engine sglang --engine-url http://127.0.0.1:30000 "
+        "--tokenizer /models/Qwen3-8B",
+    )  # fmt: skip
+    serve.add_argument(
+        "--family", "--tito-model", dest="family", default="default", choices=[*list_families(), *FAMILY_ALIASES],
+        metavar="FAMILY", help="model family [Default: default, the checkpoint's own template]",
+    )  # fmt: skip
+    serve.add_argument(
+        "--tokenizer", metavar="DIR_OR_NAME",
+        help="tokenizer directory or builtin name [Default: the model's, or the family's builtin]",
+    )  # fmt: skip
+    serve.add_argument("--engine", choices=ENGINE_KINDS, default="local",
+                       help="inference engine; 'instant' is a benchmark engine that answers a fixed reply at once "
+                       "[Default: local, the embedded SmolLM2]")  # fmt: skip
+    serve.add_argument("--engine-url", metavar="URL", help="SGLang or vLLM base URL")
+    serve.add_argument("--model", metavar="DIR", help="local engine: the model directory [Default: SmolLM2]")
+    serve.add_argument("--allowed-append-roles", nargs="+", choices=VALID_APPEND_ROLES, metavar="ROLE",
+                       help="roles a request may append [Default: all the family supports]")  # fmt: skip
+    serve.add_argument("--chat-template-kwargs", type=json.loads, default=None, metavar="JSON",
+                       help='launch template kwargs as JSON; requests may add their own [Default: none]')  # fmt: skip
+    serve.add_argument("--host", default="127.0.0.1", help="bind address [Default: 127.0.0.1]")
+    serve.add_argument("--port", type=int, default=8000, help="[Default: 8000]")
+    serve.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' on every route")
+    serve.add_argument("--max-sessions", type=int, metavar="N", help="live sessions at most [Default: no limit]")
+    serve.add_argument("--session-ttl", type=float, metavar="SECONDS",
+                       help="evict sessions idle this long [Default: never]")  # fmt: skip
+    serve.add_argument("--max-body-bytes", type=int, default=64 * 1024 * 1024, metavar="N",
+                       help="largest request body [Default: 64 MiB]")  # fmt: skip
+    serve.add_argument("--engine-timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="engine call timeout (504 after it) [Default: 600]")  # fmt: skip
+    serve.add_argument("--debug", action="store_true", help="show tracebacks")
+    serve.set_defaults(run=_serve)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from tito.server.demo import run_demo
+
+    return run_demo(port=args.port)
+
+
+def _add_demo_command(commands: Any) -> None:
+    demo = commands.add_parser(
+        "demo", help="serve the embedded local model, drive a multi-turn session with the openai SDK, show the sample",
+        epilog="example: tito demo",
+    )  # fmt: skip
+    demo.add_argument("--port", type=int, default=0, help="[Default: a free port]")
+    demo.add_argument("--debug", action="store_true", help="show tracebacks")
+    demo.set_defaults(run=_demo)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tito", description="Token-exact multi-turn agent sessions for RL.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -124,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         "family supports]",
     )  # fmt: skip
     verify.set_defaults(run=_verify)
+    _add_serve_command(commands)
+    _add_demo_command(commands)
     from tito.journal.inspect import add_journal_command
 
     add_journal_command(commands)

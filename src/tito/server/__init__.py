@@ -1,0 +1,11 @@
+"""The session server: OpenAI-compatible chat completions per session, recording exact ids for training.
+
+`create_app(ServerState)` builds the FastAPI app; `tito serve` runs it with uvicorn. Imports the trajectory,
+tokenizer, engines and errors; nothing imports the server.
+"""
+
+from tito.server.app import create_app
+from tito.server.sessions import EventSink, Session, SessionRegistry
+from tito.server.state import ServerOptions, ServerState
+
+__all__ = ["EventSink", "ServerOptions", "ServerState", "Session", "SessionRegistry", "create_app"]

@@ -1,0 +1,233 @@
+"""The FastAPI app: routes, API key, body limit, error bodies and the TTL sweeper.
+
+Imports nothing from tito but errors, trajectory and the server modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tito.errors import TitoError
+from tito.server.completions import (
+    build_turn,
+    fingerprint,
+    generate,
+    is_sdk_retry,
+    parse_chat_request,
+    parse_generation,
+    prepare_turn,
+    reply_body,
+)
+from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
+from tito.server.metrics import ServerMetrics
+from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.state import ServerState
+from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
+from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
+from tito.trajectory.samples import SampleAssemblyError, assemble_sample
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def error_response(body: Any, status: int) -> Response:
+    """An error reply; a 4xx other than 429 tells the openai SDK not to retry it (a retry cannot succeed, and a
+    retried 409 must not be mistaken for a new turn)."""
+    response = json_response(body, status)
+    if 400 <= status < 500 and status != 429:
+        response.headers["x-should-retry"] = "false"
+    return response
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past `limit` bytes before it is read when the length is declared."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
+    body = await request.body()
+    if len(body) > limit:
+        raise BodyTooLargeError(f"the request body is {len(body)} bytes; this server accepts at most {limit}")
+    return body
+
+
+class ApiKeyMiddleware:
+    """Every route needs `Authorization: Bearer <key>` (pure ASGI: no per-request dependency resolution)."""
+
+    def __init__(self, app: ASGIApp, api_key: str, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not secrets.compare_digest(given, self.expected):
+                error = UnauthorizedError("missing or wrong API key: send 'Authorization: Bearer <key>'")
+                self.metrics.errors.labels(type(error).__name__).inc()
+                await error_response(error_body(error), error.http_status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(state: ServerState) -> FastAPI:
+    options = state.options
+    registry = state.registry
+    metrics = state.metrics
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(_sweep_expired(state))
+        yield
+        sweeper.cancel()
+
+    app = FastAPI(title="tito", lifespan=lifespan)
+    app.state.tito = state
+    if options.api_key is not None:
+        app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
+
+    @app.exception_handler(TitoError)
+    async def tito_error(request: Request, exc: TitoError) -> Response:
+        metrics.errors.labels(type(exc).__name__).inc()
+        return error_response(error_body(exc), exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def request_validation_error(request: Request, exc: RequestValidationError) -> Response:
+        error = BadRequestError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]))
+        return await tito_error(request, error)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        metrics.errors.labels("HTTPException").inc()
+        return error_response({"error": {"type": "HTTPException", "message": str(exc.detail)}}, exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, exc: Exception) -> Response:
+        metrics.errors.labels("InternalError").inc()
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        return error_response({"error": {"type": "InternalError", "message": message}}, 500)
+
+    @app.get("/health")
+    async def health() -> Response:
+        await state.engine.health()
+        return json_response({"status": "ok", "sessions": len(registry)})
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        metrics.live_sessions.set(len(registry))
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        model = {"id": state.model_name, "object": "model", "created": 0, "owned_by": "tito"}
+        return json_response({"object": "list", "data": [model]})
+
+    @app.post("/sessions")
+    async def create_session(request: Request) -> Response:
+        body = await read_body(request, options.max_body_bytes)
+        try:
+            asked = SessionRequest.model_validate_json(body) if body.strip() else SessionRequest()
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        roles = tuple(asked.allowed_append_roles) if asked.allowed_append_roles is not None else None
+        config = SessionConfig(
+            trajectory=TrajectoryKind(asked.trajectory),
+            chat_template_kwargs=asked.chat_template_kwargs or {},
+            allowed_append_roles=roles,
+            max_nodes=asked.max_nodes,
+            strict_append_only=asked.strict_append_only,
+            ttl_seconds=asked.ttl_seconds or options.session_ttl,
+        )
+        state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
+        session = await registry.create(config)
+        metrics.live_sessions.set(len(registry))
+        return json_response({"session_id": session.session_id})
+
+    @app.get("/sessions/{session_id}")
+    async def describe_session(session_id: str) -> Response:
+        session = registry.get(session_id)
+        body = {"session_id": session_id, "status": "live", **session.trajectory.describe()}
+        return json_response(body)
+
+    @app.delete("/sessions/{session_id}")
+    async def delete_session(session_id: str) -> Response:
+        await registry.delete(session_id)
+        metrics.live_sessions.set(len(registry))
+        return Response(status_code=204)
+
+    @app.post("/sessions/{session_id}/v1/chat/completions")
+    async def chat_completions(session_id: str, request: Request) -> Response:
+        started = time.monotonic()
+        session = registry.get(session_id)
+        body = await read_body(request, options.max_body_bytes)
+        chat = parse_chat_request(body)
+        prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
+        if isinstance(prepared, TurnCommitted):
+            return json_response(reply_body(prepared, state.model_name))
+        engine_started = time.monotonic()
+        generation = await generate(state, prepared)
+        engine_seconds = time.monotonic() - engine_started
+        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info.name)
+        await registry.commit(session, prepared.plan, turn)
+        reply = json_response(reply_body(turn, state.model_name))
+        metrics.turns.inc()
+        metrics.tokens_in.inc(len(prepared.prompt_ids))
+        metrics.tokens_out.inc(len(generation.output_ids))
+        metrics.engine_seconds.observe(engine_seconds)
+        metrics.added_seconds.observe(time.monotonic() - started - engine_seconds)
+        return reply
+
+    @app.post("/sessions/{session_id}/samples")
+    async def samples(session_id: str, request: Request) -> Response:
+        session = registry.get(session_id)
+        body = await read_body(request, options.max_body_bytes)
+        try:
+            asked = SamplesRequest.model_validate_json(body) if body.strip() else SamplesRequest()
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        trajectory = session.trajectory
+        metadata = {**(asked.metadata or {}), "engine": state.engine.info.name,
+                    "logprob_semantics": state.engine.info.logprob_semantics.value}  # fmt: skip
+        reward = asked.reward if asked.reward is not None else _number((asked.metadata or {}).get("reward"))
+        turns = {node.node_id: node.turn for node in trajectory.store}
+        built = [
+            assemble_sample(
+                session_id, sequence, [turns[span.node_id] for span in sequence.spans], asked.max_seq_len, reward,
+                metadata,
+            )
+            for sequence in trajectory.sample_sequences()
+        ]  # fmt: skip
+        if not built:
+            raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
+        await registry.samples_taken(session)
+        wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
+        if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):
+            return Response(encode_safetensors(built), media_type=SAFETENSORS_MEDIA_TYPE)
+        return json_response({"session_id": session_id, "samples": [sample_to_json(sample) for sample in built]})
+
+    return app
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+async def _sweep_expired(state: ServerState) -> None:
+    """Evict idle sessions every few seconds (a request on an expired session also finds it gone)."""
+    while True:
+        await asyncio.sleep(1.0)
+        await state.registry.evict_expired()
+        state.metrics.live_sessions.set(len(state.registry))

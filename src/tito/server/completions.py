@@ -1,0 +1,235 @@
+"""One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, record, reply.
+
+A streaming handler reuses every step but `generate` and `reply_body`: it streams from the engine, collects
+the same `Generation`, and then calls `build_turn` and `commit_turn` like the whole-reply path.
+
+Imports nothing from tito but errors, engines.protocol, the tokenizer, trajectory and server modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import time
+from array import array
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pydantic import ValidationError
+
+from tito.engines.protocol import FinishKind, GenerateRequest, Generation, SamplingParams
+from tito.errors import EngineResponseError, EngineTimeoutError, TitoError
+from tito.parsing import ParseResult
+from tito.server.errors import BadRequestError, validation_error
+from tito.server.models import ChatCompletionRequest
+from tito.server.sessions import Session
+from tito.server.state import ServerState
+from tito.tokenizer import TitoTokenizer
+from tito.trajectory.base import TurnPlan
+from tito.trajectory.events import TurnCommitted
+
+RETRY_HEADER = "x-stainless-retry-count"
+"""The openai SDK's retry counter: > 0 marks a resend of a request that may already have committed."""
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """A validated, planned turn with its prompt ids: everything the engine call needs."""
+
+    session: Session
+    request: ChatCompletionRequest
+    tito_tokenizer: TitoTokenizer
+    plan: TurnPlan
+    prompt_ids: list[int]
+    kept_parent_ids: int
+    """How many of the parent path's ids the prompt keeps (the rest of the prompt is the turn's own)."""
+    sampling: SamplingParams
+    fingerprint: str
+
+
+def parse_chat_request(body: bytes) -> ChatCompletionRequest:
+    try:
+        request = ChatCompletionRequest.model_validate_json(body)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+    if request.n is not None and request.n > 1:
+        raise BadRequestError(f"n={request.n}: a session records one trajectory, so n must be 1")
+    if request.stream:
+        raise BadRequestError("stream=true is not yet supported by this server; send stream=false (or omit it)")
+    return request
+
+
+def fingerprint(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def is_sdk_retry(headers: Mapping[str, str]) -> bool:
+    value = headers.get(RETRY_HEADER, "0")
+    return value.isdigit() and int(value) > 0
+
+
+async def prepare_turn(
+    state: ServerState, session: Session, request: ChatCompletionRequest, body_fingerprint: str, is_retry: bool
+) -> PreparedTurn | TurnCommitted:
+    """Validate and plan the turn and build its prompt ids; mutates nothing. A committed turn when the request is
+    an SDK retry of it (reply with that instead of sampling again)."""
+    tito_tokenizer = state.tokenizers.get(
+        session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
+    )
+    plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
+    if plan.idempotent_reply is not None:
+        return plan.idempotent_reply
+    appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
+    if appended_chars > state.options.offload_chars:
+        prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
+    else:
+        prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+    sampling = sampling_params(state, tito_tokenizer, request, len(prompt_ids))
+    return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint)
+
+
+def build_prompt_ids(
+    tito_tokenizer: TitoTokenizer, plan: TurnPlan, tools: Sequence[Mapping[str, Any]] | None
+) -> tuple[list[int], int]:
+    """The turn's prompt ids (stored ids + junction + appended ids + generation prompt) and how many stored ids
+    it keeps. The role gate and the append-only check run inside merge_tokens."""
+    prompt_ids = tito_tokenizer.merge_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
+    if not plan.stored_messages:
+        return prompt_ids, 0
+    return prompt_ids, len(plan.stored_ids) - tito_tokenizer.family.junction.trailing_ids_dropped
+
+
+def sampling_params(
+    state: ServerState, tito_tokenizer: TitoTokenizer, request: ChatCompletionRequest, prompt_length: int
+) -> SamplingParams:
+    """The request's sampling parameters for the engine; stop tokens are the family's."""
+    max_context = state.engine.info.max_context
+    if max_context is not None and prompt_length >= max_context:
+        raise BadRequestError(
+            f"the prompt is {prompt_length} tokens, but the engine's context is {max_context}: nothing can be generated"
+        )
+    limit = request.max_completion_tokens or request.max_tokens
+    if limit is None:
+        limit = max_context - prompt_length if max_context is not None else state.options.default_max_tokens
+    stop = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
+    return SamplingParams(
+        max_new_tokens=limit,
+        temperature=1.0 if request.temperature is None else request.temperature,
+        top_p=1.0 if request.top_p is None else request.top_p,
+        top_k=request.top_k,
+        min_p=request.min_p or 0.0,
+        stop_token_ids=state.tokenizers.stop_token_ids(tito_tokenizer),
+        stop=stop,
+        seed=request.seed,
+        presence_penalty=request.presence_penalty or 0.0,
+        frequency_penalty=request.frequency_penalty or 0.0,
+        repetition_penalty=1.0 if request.repetition_penalty is None else request.repetition_penalty,
+    )
+
+
+async def generate(state: ServerState, prepared: PreparedTurn) -> Generation:
+    """The engine call, no lock held; every failure becomes an EngineError (502/504) and changes nothing."""
+    engine = state.engine
+    request = GenerateRequest(
+        prepared.prompt_ids, prepared.sampling, f"tito-{secrets.token_hex(8)}", prepared.session.session_id
+    )
+    try:
+        generation = await asyncio.wait_for(engine.generate(request), state.options.engine_timeout)
+    except TimeoutError:
+        await engine.abort(request.request_id)
+        raise EngineTimeoutError(
+            engine.info.name, f"no reply within {state.options.engine_timeout:g}s (tito serve --engine-timeout)"
+        ) from None
+    except TitoError:
+        raise
+    except Exception as exc:
+        raise EngineResponseError(engine.info.name, f"the engine client failed: {type(exc).__name__}: {exc}") from exc
+    if generation.finish.kind is FinishKind.ABORT:
+        raise EngineResponseError(engine.info.name, f"the engine aborted the generation: {generation.finish.detail}")
+    return generation
+
+
+def parse_generation(prepared: PreparedTurn, generation: Generation) -> ParseResult:
+    try:
+        return prepared.tito_tokenizer.parse_completion(
+            generation.output_ids, prepared.prompt_ids, prepared.request.tools
+        )
+    except TitoError:
+        raise
+    except Exception as exc:
+        detail = f"the sampled ids could not be parsed: {type(exc).__name__}: {exc}"
+        raise EngineResponseError("parser", detail) from exc
+
+
+def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:
+    """The tool-call attempts that did not parse (the library names them `failed_calls`)."""
+    return [
+        {"index": call.index, "status": call.status.value, "name": call.name, "detail": call.detail, "raw": call.raw}
+        for call in result.failed_calls
+    ]
+
+
+def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResult, engine_name: str) -> TurnCommitted:
+    """The event that records the turn: prompt ids beyond the kept parent ids, sampled ids and logprobs, facts."""
+    finish_reason = "length" if generation.finish.kind is FinishKind.LENGTH else result.finish_reason
+    plan = prepared.plan
+    sampling = prepared.sampling
+    metadata = {
+        "prompt_tokens": len(prepared.prompt_ids),
+        "completion_tokens": len(generation.output_ids),
+        "cached_tokens": generation.cached_tokens,
+        "engine": engine_name,
+        "engine_finish": generation.finish.kind.value,
+        "weight_versions": list(generation.weight_versions),
+        "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},
+        "sampling": {f.name: _json_value(getattr(sampling, f.name)) for f in fields(sampling)},
+        "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
+        "invalid_tool_calls": _invalid_calls(result),
+    }
+    return TurnCommitted(
+        session_id=prepared.session.session_id,
+        node_id=prepared.session.trajectory.store.next_node_id,
+        parent_id=plan.parent_id,
+        kept_parent_ids=prepared.kept_parent_ids,
+        request_messages=tuple(plan.appended),
+        tools=tuple(prepared.request.tools) if prepared.request.tools is not None else None,
+        prompt_ids=array("i", prepared.prompt_ids[prepared.kept_parent_ids :]),
+        output_ids=generation.output_ids,
+        output_logprobs=generation.output_logprobs,
+        assistant=result.message,
+        finish_reason=finish_reason,
+        response_id=f"chatcmpl-{secrets.token_hex(12)}",
+        request_fingerprint=prepared.fingerprint,
+        metadata=metadata,
+        at=time.time(),
+    )
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def reply_body(turn: TurnCommitted, model: str) -> dict[str, Any]:
+    """The OpenAI chat.completion object of a committed turn (also what an SDK retry gets back)."""
+    prompt_tokens = int(turn.metadata.get("prompt_tokens", 0))
+    completion_tokens = len(turn.output_ids)
+    return {
+        "id": turn.response_id,
+        "object": "chat.completion",
+        "created": int(turn.at),
+        "model": model,
+        "choices": [{"index": 0, "message": turn.assistant, "finish_reason": turn.finish_reason, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": int(turn.metadata.get("cached_tokens", 0))},
+        },
+        "tito": {
+            "session_id": turn.session_id,
+            "node_id": turn.node_id,
+            "invalid_tool_calls": len(turn.metadata.get("invalid_tool_calls", ())),
+        },
+    }

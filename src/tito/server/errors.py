@@ -1,0 +1,60 @@
+"""The server's own errors and the one place any error becomes an HTTP body `{"error": {"type", "message"}}`.
+
+Imports nothing from tito but errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from tito.errors import TitoError
+
+
+class BadRequestError(TitoError):
+    """A request body tito cannot use (wrong type, unsupported option): 400 naming the field."""
+
+    http_status = 400
+
+
+class UnauthorizedError(TitoError):
+    http_status = 401
+
+
+class SessionNotFoundError(TitoError):
+    http_status = 404
+
+
+class SessionGoneError(TitoError):
+    """The session existed and was deleted or expired."""
+
+    http_status = 410
+
+
+class BodyTooLargeError(TitoError):
+    http_status = 413
+
+
+class AtCapacityError(TitoError):
+    """The server holds its maximum number of live sessions."""
+
+    http_status = 503
+
+
+def validation_error(exc: ValidationError, where: str = "body") -> BadRequestError:
+    """A pydantic error as a 400 that names each wrong field and what it must be."""
+    problems = [f"{_location(error['loc'])}: {error['msg']}" for error in exc.errors()[:5]]
+    return BadRequestError(f"invalid request {where}: " + "; ".join(problems))
+
+
+def _location(loc: Sequence[Any]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def error_body(exc: TitoError) -> dict[str, Any]:
+    return {"error": {"type": type(exc).__name__, "message": str(exc)}}

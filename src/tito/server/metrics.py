@@ -1,0 +1,32 @@
+"""Prometheus metrics of one server (its own registry, so two apps in one process do not collide).
+
+Imports nothing from tito.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.live_sessions = Gauge("tito_live_sessions", "Sessions currently held", registry=self.registry)
+        self.turns = Counter("tito_turns", "Committed turns", registry=self.registry)
+        self.tokens_in = Counter("tito_prompt_tokens", "Prompt ids sent to the engine", registry=self.registry)
+        self.tokens_out = Counter("tito_completion_tokens", "Ids sampled by the engine", registry=self.registry)
+        self.engine_seconds = Histogram(
+            "tito_engine_seconds", "Engine call latency", buckets=_LATENCY_BUCKETS, registry=self.registry
+        )
+        self.added_seconds = Histogram(
+            "tito_added_seconds",
+            "Latency tito adds to a turn (request to reply, less the engine call)",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,61 @@
+"""Pydantic models of the request bodies: the OpenAI chat-completions request and the samples request.
+
+Unknown fields pass validation and are ignored, as OpenAI's own server does; a known field of the wrong type
+is a 400 naming it. Messages are validated by `tito.messages` (per message and field) when the prompt is built.
+
+Imports nothing from tito.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    model: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = None
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    repetition_penalty: float | None = None
+    n: int | None = Field(default=None, ge=1)
+    stream: bool | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+
+
+class SessionRequest(BaseModel):
+    """`POST /sessions`: every field optional; the launch options fill the rest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trajectory: Literal["linear", "tree"] = "linear"
+    chat_template_kwargs: dict[str, Any] | None = None
+    allowed_append_roles: list[str] | None = None
+    ttl_seconds: float | None = Field(default=None, gt=0)
+    max_nodes: int | None = Field(default=None, ge=1)
+    """Tree sessions: the most generations kept."""
+    strict_append_only: bool = False
+    """Tree sessions: refuse any branch instead of growing one."""
+
+
+class SamplesRequest(BaseModel):
+    """`POST /sessions/{id}/samples`: optional cut and the trainer's metadata (e.g. a reward)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_seq_len: int | None = Field(default=None, ge=1)
+    reward: float | None = None
+    metadata: dict[str, Any] | None = None
+    format: str | None = Field(default=None, pattern="^(json|safetensors)$")

@@ -1,0 +1,169 @@
+"""Live sessions: each holds its config, trajectory, lock and idle clock; every change goes through an event.
+
+`SessionRegistry.apply(event)` is the one mutator, used live and by `replay(events)` on restart, so a
+replayed registry cannot differ from the live one. Live changes are applied, then handed to the `EventSink`
+(the journal, when enabled) before the reply leaves. The session lock covers check + apply + record only,
+never an engine call.
+
+Imports nothing from tito but errors, trajectory and server.errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tito.server.errors import AtCapacityError, SessionGoneError, SessionNotFoundError
+from tito.trajectory import create_trajectory
+from tito.trajectory.base import Trajectory, TurnPlan
+from tito.trajectory.events import (
+    SamplesTaken,
+    SessionConfig,
+    SessionCreated,
+    SessionDeleted,
+    SessionEvent,
+    TurnCommitted,
+)
+
+_TOMBSTONES = 100_000
+"""How many deleted ids are remembered to answer 410 rather than 404."""
+
+
+class EventSink(Protocol):
+    """Where applied events go before the reply leaves (the journal); awaited under the session's lock."""
+
+    async def record(self, event: SessionEvent) -> None: ...
+
+
+class NullSink:
+    """The default sink: sessions live in memory only."""
+
+    async def record(self, event: SessionEvent) -> None:
+        return None
+
+
+@dataclass
+class Session:
+    session_id: str
+    config: SessionConfig
+    trajectory: Trajectory
+    created_at: float
+    """Wall-clock time of creation."""
+    last_used: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class SessionRegistry:
+    """Live sessions by id, capacity and idle-TTL limits, and the event apply path."""
+
+    def __init__(
+        self,
+        *,
+        max_sessions: int | None = None,
+        sink: EventSink | None = None,
+        trajectory_factory: Callable[[SessionConfig], Trajectory] = create_trajectory,
+    ) -> None:
+        self.max_sessions = max_sessions
+        self.sink: EventSink = sink or NullSink()
+        self._trajectory_factory = trajectory_factory
+        self._sessions: dict[str, Session] = {}
+        self._gone: OrderedDict[str, str] = OrderedDict()
+        """Deleted or expired ids and why, oldest first."""
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(list(self._sessions.values()))
+
+    def get(self, session_id: str) -> Session:
+        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock.
+
+        An expired session not yet swept answers 410 here; the sweeper records its deletion (an event, so the
+        journal sees it), never this synchronous lookup."""
+        session = self._sessions.get(session_id)
+        if session is None or self._expired(session, time.monotonic()):
+            reason = "expired" if session is not None else self._gone.get(session_id)
+            if reason is not None:
+                raise SessionGoneError(f"session {session_id} was {reason}; open a new one with POST /sessions")
+            raise SessionNotFoundError(f"no session {session_id!r}; open one with POST /sessions")
+        session.last_used = time.monotonic()
+        return session
+
+    def is_live(self, session: Session) -> bool:
+        return self._sessions.get(session.session_id) is session
+
+    async def create(self, config: SessionConfig) -> Session:
+        if self.max_sessions is not None and len(self._sessions) >= self.max_sessions:
+            await self.evict_expired()
+            if len(self._sessions) >= self.max_sessions:
+                raise AtCapacityError(
+                    f"the server holds its maximum of {self.max_sessions} live sessions; delete finished sessions "
+                    "(DELETE /sessions/{id}) or start tito serve with a larger --max-sessions"
+                )
+        event = SessionCreated(secrets.token_hex(16), config, time.time())
+        self.apply(event)
+        await self.sink.record(event)
+        return self._sessions[event.session_id]
+
+    async def commit(self, session: Session, plan: TurnPlan, event: TurnCommitted) -> bool:
+        """Record a generated turn; False when the session was deleted meanwhile (the reply still goes out)."""
+        async with session.lock:
+            if not self.is_live(session):
+                return False
+            session.trajectory.check(plan)
+            self.apply(event)
+            await self.sink.record(event)
+        return True
+
+    async def delete(self, session_id: str, reason: str = "deleted") -> None:
+        session = self.get(session_id)
+        async with session.lock:
+            event = SessionDeleted(session_id, time.time(), reason)
+            self.apply(event)
+            await self.sink.record(event)
+
+    async def samples_taken(self, session: Session) -> None:
+        async with session.lock:
+            event = SamplesTaken(session.session_id, time.time())
+            self.apply(event)
+            await self.sink.record(event)
+
+    async def evict_expired(self) -> list[str]:
+        """Delete every session idle past its TTL; returns their ids."""
+        now = time.monotonic()
+        expired = [s.session_id for s in list(self._sessions.values()) if self._expired(s, now)]
+        for session_id in expired:
+            event = SessionDeleted(session_id, time.time(), "expired")
+            self.apply(event)
+            await self.sink.record(event)
+        return expired
+
+    def apply(self, event: SessionEvent) -> None:
+        """The one way the registry changes, live and on replay."""
+        if isinstance(event, SessionCreated):
+            self._sessions[event.session_id] = Session(
+                event.session_id, event.config, self._trajectory_factory(event.config), event.at
+            )
+        elif isinstance(event, TurnCommitted):
+            self._sessions[event.session_id].trajectory.apply(event)
+        elif isinstance(event, SessionDeleted):
+            self._sessions.pop(event.session_id, None)
+            self._gone[event.session_id] = event.reason
+            while len(self._gone) > _TOMBSTONES:
+                self._gone.popitem(last=False)
+
+    def replay(self, events: Iterable[SessionEvent]) -> None:
+        """Rebuild sessions from recorded events (a journal), through `apply`; idle clocks restart now."""
+        for event in events:
+            self.apply(event)
+
+    @staticmethod
+    def _expired(session: Session, now: float) -> bool:
+        ttl = session.config.ttl_seconds
+        return ttl is not None and now - session.last_used > ttl

@@ -1,0 +1,54 @@
+"""What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
+
+Imports nothing from tito but engines, server.sessions, server.tokenizers and server.metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tito.engines.protocol import Engine
+from tito.server.metrics import ServerMetrics
+from tito.server.sessions import EventSink, SessionRegistry
+from tito.server.tokenizers import TokenizerPool
+from tito.tokenizer_loading import Tokenizer
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """`tito serve`'s options that shape request handling."""
+
+    family: str = "default"
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    allowed_append_roles: tuple[str, ...] | None = None
+    """None: every role the family supports."""
+    api_key: str | None = None
+    max_sessions: int | None = None
+    session_ttl: float | None = None
+    """Default idle TTL in seconds; None: sessions live until deleted."""
+    max_body_bytes: int = 64 * 1024 * 1024
+    engine_timeout: float = 600.0
+    default_max_tokens: int = 4096
+    """max_new_tokens when a request names none and the engine declares no context length."""
+    model_name: str | None = None
+    """What `/v1/models` and replies call the model; default: the engine's model name."""
+    offload_chars: int = 20_000
+    """Appended text longer than this is rendered and tokenized off the event loop."""
+
+
+class ServerState:
+    """The collaborators a request handler needs."""
+
+    def __init__(
+        self, tokenizer: Tokenizer, engine: Engine, options: ServerOptions, sink: EventSink | None = None
+    ) -> None:
+        self.options = options
+        self.engine = engine
+        self.tokenizers = TokenizerPool(
+            tokenizer, options.family, options.chat_template_kwargs, options.allowed_append_roles
+        )
+        self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
+        self.metrics = ServerMetrics()
+        self.model_name = options.model_name or engine.info.model

@@ -1,0 +1,195 @@
+"""Linear sessions: one path of turns; an extension appends, a one-step retry replaces the last turn.
+
+Everything derives from the `TurnCommitted` events: a turn whose parent is the head's parent is a one-step
+retry (the head leaves the path), so replaying the events rebuilds the same path with no rollback event.
+The head path's messages and ids are kept beside the node store so a turn never re-walks the history.
+
+Imports nothing from tito but errors, matching and the trajectory modules.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from tito.errors import AppendOnlyError, JunctionError, TitoError
+from tito.matching import MessageMatcher, appended_messages, strict_message_matches
+from tito.trajectory.base import TurnPlan
+from tito.trajectory.events import Message, SessionConfig, TurnCommitted
+from tito.trajectory.nodes import NodeStore, PathSequence, TrajectoryIntegrityError
+
+
+class SessionMovedOnError(TitoError):
+    """Another request committed a turn on this session while this one was generating: it is not recorded."""
+
+    http_status = 409
+
+
+class ToolsChangedError(TitoError):
+    """A later turn sent other tools than the session's first turn: the stored prompt rendered the first ones."""
+
+    http_status = 400
+
+
+class LinearTrajectory:
+    """One path of committed turns (the `Trajectory` protocol), mutated only by `apply`."""
+
+    def __init__(self, config: SessionConfig, matcher: MessageMatcher = strict_message_matches) -> None:
+        self.config = config
+        self.store = NodeStore()
+        self.matcher = matcher
+        self.version = 0
+        """Bumped by every applied turn: a plan made at another version no longer holds."""
+        self._head: int | None = None
+        self._messages: list[Message] = []
+        """The head path's messages (stored once per node; this list holds references)."""
+        self._ids: array[int] = array("i")
+        """The head path's ids, kept in step with the store so a turn does not re-walk the path."""
+        self._turn_starts: list[int] = []
+        """Per node on the path: the index of its first request message."""
+
+    @property
+    def head(self) -> int | None:
+        return self._head
+
+    def plan(
+        self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool
+    ) -> TurnPlan:
+        head = self._head
+        if head is None:
+            return TurnPlan(None, (), array("i"), messages, messages, self.version)
+        head_turn = self.store.get(head).turn
+        if is_retry and head_turn.request_fingerprint == fingerprint:
+            return TurnPlan(head_turn.parent_id, (), array("i"), messages, (), self.version, None, head_turn)
+        stored = self._messages
+        diverged = self._first_difference(stored, messages)
+        if diverged is None:
+            self._check_tools(tools)
+            if head_turn.finish_reason == "length":
+                raise JunctionError(
+                    f"turn {head} was cut by length (its ids end without a stop token), so it cannot be extended; "
+                    "resend the conversation without its last assistant message to retry that turn"
+                )
+            return TurnPlan(head, tuple(stored), array("i", self._ids), messages, messages[len(stored) :], self.version)
+        head_start = self._turn_starts[-1]
+        if diverged < head_start:
+            self._refuse_deep_divergence(stored, messages, diverged)
+        if diverged == len(stored) - 1 and len(messages) > diverged and messages[diverged].get("role") == "assistant":
+            self._refuse_rewritten_reply(stored, messages)
+        parent = head_turn.parent_id
+        if parent is not None:
+            self._check_tools(tools)
+        parent_ids = self.store.path_ids(parent) if parent is not None else array("i")
+        return TurnPlan(
+            parent, stored[:head_start], parent_ids, messages, messages[head_start:], self.version, replaces=head
+        )
+
+    def _check_tools(self, tools: Sequence[Message] | None) -> None:
+        """Tools render in the opening system block, so a turn that keeps the stored ids keeps the first tools."""
+        first = self.store.get(self.store.roots[0]).turn.tools
+        if list(tools or ()) != list(first or ()):
+            names = ", ".join(str((tool.get("function") or {}).get("name")) for tool in (first or ())) or "none"
+            raise ToolsChangedError(
+                f"the request's tools differ from the ones this session's first turn rendered ({names}); tools are "
+                "part of the stored prompt, so send the same tools or open a new session"
+            )
+
+    def _first_difference(self, stored: Sequence[Message], sent: Sequence[Message]) -> int | None:
+        """The first stored message the request does not resend unchanged; None when it extends them all."""
+        if len(sent) >= len(stored) and list(sent[: len(stored)]) == stored:
+            return None
+        for index, message in enumerate(stored):
+            if index >= len(sent) or (message != sent[index] and self.matcher(message, sent[index]) is not None):
+                return index
+        return None
+
+    def _refuse_deep_divergence(self, stored: Sequence[Message], sent: Sequence[Message], index: int) -> NoReturn:
+        turns_after = sum(start > index for start in self._turn_starts) + 1
+        self._refuse(
+            stored,
+            sent,
+            f"a linear session rolls back at most one generated turn, and this request would discard {turns_after}; "
+            "resend the stored conversation (GET /sessions/{id} shows it) or open a new session",
+        )
+
+    def _refuse_rewritten_reply(self, stored: Sequence[Message], sent: Sequence[Message]) -> NoReturn:
+        """The agent sent back the generated reply changed: refused, never silently taken as a retry that would
+        discard the sampled turn (a harness that re-serialises tool arguments must not lose training data)."""
+        self._refuse(
+            stored,
+            sent,
+            "this is the assistant reply the model generated; send it back exactly as received (e.g. "
+            "message.model_dump(exclude_none=True)), or resend the conversation without it to retry that turn",
+        )
+
+    def _refuse(self, stored: Sequence[Message], sent: Sequence[Message], hint: str) -> NoReturn:
+        """Raise the matcher's account of the first difference (message index, field, both values) with `hint`."""
+        try:
+            appended_messages(stored, sent[: len(stored)], (), self.matcher)
+        except AppendOnlyError as exc:
+            raise AppendOnlyError(exc.index, exc.field, exc.expected, exc.actual, hint) from None
+        raise TrajectoryIntegrityError("the request was found to diverge, but the matcher finds no difference")
+
+    def check(self, plan: TurnPlan) -> None:
+        if plan.version != self.version:
+            raise SessionMovedOnError(
+                "another request on this session committed a turn while this one was generating; this reply was "
+                "not recorded: resend the conversation as it now stands (one request at a time per session)"
+            )
+
+    def apply(self, event: TurnCommitted) -> None:
+        head = self._head
+        if event.parent_id != head:
+            if head is None or event.parent_id != self.store.get(head).parent_id:
+                raise TrajectoryIntegrityError(
+                    f"turn {event.node_id} attaches below {event.parent_id}, but a linear session can only extend "
+                    f"its head ({head}) or retry it (attach below {head and self.store.get(head).parent_id})"
+                )
+            self.store.remove_subtree(head)
+            del self._messages[self._turn_starts.pop() :]
+            self._ids = self.store.path_ids(event.parent_id) if event.parent_id is not None else array("i")
+        self.store.add(event)
+        self._turn_starts.append(len(self._messages))
+        self._messages.extend(event.request_messages)
+        self._messages.append(event.assistant)
+        del self._ids[event.kept_parent_ids :]
+        self._ids.extend(event.prompt_ids)
+        self._ids.extend(event.output_ids)
+        self._head = event.node_id
+        self.version += 1
+
+    def path_ids(self, node_id: int) -> array[int]:
+        return array("i", self._ids) if node_id == self._head else self.store.path_ids(node_id)
+
+    def messages(self) -> list[Message]:
+        """The head path's conversation (a copy)."""
+        return list(self._messages)
+
+    def sample_sequences(self) -> list[PathSequence]:
+        return [] if self._head is None else [self.store.path_sequence(self._head)]
+
+    def turns(self) -> list[TurnCommitted]:
+        """The committed turns on the path, first to last."""
+        return [] if self._head is None else [node.turn for node in self.store.path(self._head)]
+
+    def describe(self) -> Mapping[str, Any]:
+        turns = self.turns()
+        return {
+            "trajectory": "linear",
+            "turns": [
+                {
+                    "node_id": turn.node_id,
+                    "response_id": turn.response_id,
+                    "finish_reason": turn.finish_reason,
+                    "appended_messages": len(turn.request_messages),
+                    "prompt_tokens": int(turn.metadata.get("prompt_tokens", 0)),
+                    "completion_tokens": len(turn.output_ids),
+                }
+                for turn in turns
+            ],
+            "messages": len(self._messages),
+            "conversation": list(self._messages),
+            "tokens": len(self._ids),
+            "sampled_tokens": sum(len(turn.output_ids) for turn in turns),
+        }

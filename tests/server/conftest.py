@@ -1,0 +1,129 @@
+"""Server fixtures: a real uvicorn server on 127.0.0.1 (a free port) in front of a scripted instant engine.
+
+The engine's replies are scripted per test (`ScriptedEngine.queue`), and it can be told to fail, hang or
+answer malformed, so every engine failure path runs through the real HTTP stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import replace
+
+import httpx
+import pytest
+
+from tito.engines.instant import InstantEngine
+from tito.engines.protocol import EngineInfo, GenerateRequest, Generation, GenerationChunk
+from tito.errors import EngineUnavailableError
+from tito.server import ServerOptions, ServerState, create_app
+from tito.server.launch import instant_reply_ids
+from tito.server.running import serve_in_thread
+from tito.tokenizer import get_tito_tokenizer
+from tito.tokenizer_loading import LocalTokenizer
+
+
+class ScriptedEngine:
+    """The instant engine with a queue of scripted replies (else a default one) and injectable faults."""
+
+    def __init__(self, default_reply: Sequence[int]) -> None:
+        self.default_reply = list(default_reply)
+        self.replies: deque[list[int]] = deque()
+        self.fault: str | None = None
+        """None, `down` (unreachable), `hang` (never answers in time), `malformed` (ids without logprobs)."""
+        self.delay = 0.0
+        self.inner = InstantEngine(self._script)
+
+    def _script(self, request: GenerateRequest) -> Sequence[int]:
+        return self.replies.popleft() if self.replies else self.default_reply
+
+    def queue(self, *replies: Sequence[int]) -> None:
+        self.replies.extend(list(reply) for reply in replies)
+
+    @property
+    def requests(self) -> list[GenerateRequest]:
+        return self.inner.requests
+
+    @property
+    def info(self) -> EngineInfo:
+        return self.inner.info
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        if self.fault == "down":
+            raise EngineUnavailableError("instant", "connection refused (scripted)")
+        generation = await self.inner.generate(request)  # records the request first: tests see it in flight
+        if self.fault == "hang":
+            await asyncio.sleep(30)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fault == "malformed":
+            return replace(generation, output_logprobs=generation.output_logprobs[:0])
+        return generation
+
+    def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        return self.inner.stream(request)
+
+    async def health(self) -> None:
+        if self.fault == "down":
+            raise EngineUnavailableError("instant", "connection refused (scripted)")
+
+    async def abort(self, request_id: str) -> None:
+        await self.inner.abort(request_id)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Server:
+    """A running server: its base URL, state and engine."""
+
+    def __init__(self, url: str, state: ServerState, engine: ScriptedEngine) -> None:
+        self.url = url
+        self.state = state
+        self.engine = engine
+        self.http = httpx.Client(base_url=url, timeout=10)
+
+    def new_session(self, **body: object) -> str:
+        response = self.http.post("/sessions", json=body or None)
+        assert response.status_code == 200, response.text
+        return str(response.json()["session_id"])
+
+    def chat_url(self, session_id: str) -> str:
+        return f"{self.url}/sessions/{session_id}/v1"
+
+
+ServerFactory = Callable[..., Server]
+
+
+@pytest.fixture(scope="module")
+def serve(qwen3_tokenizer: LocalTokenizer) -> Iterator[ServerFactory]:
+    """Start servers with given options (qwen3 family, scripted engine); all are stopped at module end."""
+    stack: list[object] = []
+    default_reply = instant_reply_ids(get_tito_tokenizer(qwen3_tokenizer, "qwen3"))
+
+    def start(**options: object) -> Server:
+        engine = ScriptedEngine(default_reply)
+        state = ServerState(qwen3_tokenizer, engine, ServerOptions(family="qwen3", **options))
+        context = serve_in_thread(create_app(state))
+        url = context.__enter__()
+        stack.append(context)
+        return Server(url, state, engine)
+
+    yield start
+    for context in reversed(stack):
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def server(serve: ServerFactory) -> Server:
+    return serve()
+
+
+@pytest.fixture(autouse=True)
+def _reset_engine(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "server" in request.fixturenames:
+        engine: ScriptedEngine = request.getfixturevalue("server").engine
+        engine.fault, engine.delay = None, 0.0
+        engine.replies.clear()

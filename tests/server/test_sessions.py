@@ -1,0 +1,104 @@
+"""The registry: every change is an event, the sink sees each one in order, and replay rebuilds the same state."""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+
+import pytest
+
+from tito.server.errors import SessionGoneError, SessionNotFoundError
+from tito.server.sessions import SessionRegistry
+from tito.trajectory.events import SessionConfig, SessionDeleted, SessionEvent, TurnCommitted
+from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.events: list[SessionEvent] = []
+
+    async def record(self, event: SessionEvent) -> None:
+        self.events.append(event)
+
+
+def turn(session_id: str, node_id: int, parent_id: int | None, kept: int, text: str) -> TurnCommitted:
+    return TurnCommitted(
+        session_id, node_id, parent_id, kept, ({"role": "user", "content": text},), None, array("i", [1, 2]),
+        array("i", [3, 4]), array("f", [-0.5, -0.25]), {"role": "assistant", "content": "ok"}, "stop",
+        f"chatcmpl-{node_id}", f"fp-{node_id}", {}, 0.0,
+    )  # fmt: skip
+
+
+async def drive(registry: SessionRegistry) -> str:
+    session = await registry.create(SessionConfig())
+    sid = session.session_id
+    trajectory = session.trajectory
+    for text, retry in [("a", False), ("b", False), ("b again", True)]:
+        messages = [*trajectory.messages(), {"role": "user", "content": text}]  # type: ignore[attr-defined]
+        if retry:
+            messages = [*trajectory.messages()[:2], {"role": "user", "content": text}]  # type: ignore[attr-defined]
+        plan = trajectory.plan(messages, None, text, False)
+        event = turn(sid, trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids), text)
+        assert await registry.commit(session, plan, event)
+    await registry.samples_taken(session)
+    return sid
+
+
+def test_replaying_the_recorded_events_rebuilds_the_same_sessions() -> None:
+    sink = ListSink()
+    live = SessionRegistry(sink=sink)
+    sid = asyncio.run(drive(live))
+    kinds = [type(event).__name__ for event in sink.events]
+    assert kinds == ["SessionCreated", "TurnCommitted", "TurnCommitted", "TurnCommitted", "SamplesTaken"]
+    replayed = SessionRegistry()
+    replayed.replay(sink.events)
+    a, b = live.get(sid).trajectory, replayed.get(sid).trajectory
+    assert isinstance(a, LinearTrajectory) and isinstance(b, LinearTrajectory)
+    assert a.describe() == b.describe() and len(a.turns()) == 2
+    assert a.messages() == b.messages()
+    assert a.sample_sequences()[0].tokens == b.sample_sequences()[0].tokens
+
+
+def test_a_plan_made_before_another_commit_is_refused() -> None:
+    async def scenario() -> None:
+        registry = SessionRegistry()
+        session = await registry.create(SessionConfig())
+        trajectory = session.trajectory
+        first = trajectory.plan([{"role": "user", "content": "x"}], None, "a", False)
+        second = trajectory.plan([{"role": "user", "content": "y"}], None, "b", False)
+        assert await registry.commit(session, first, turn(session.session_id, 0, None, 0, "x"))
+        with pytest.raises(SessionMovedOnError):
+            await registry.commit(session, second, turn(session.session_id, 1, None, 0, "y"))
+
+    asyncio.run(scenario())
+
+
+def test_deleted_ids_are_gone_and_unknown_ids_not_found() -> None:
+    async def scenario() -> None:
+        registry = SessionRegistry()
+        session = await registry.create(SessionConfig())
+        await registry.delete(session.session_id)
+        with pytest.raises(SessionGoneError):
+            registry.get(session.session_id)
+        with pytest.raises(SessionNotFoundError):
+            registry.get("0" * 32)
+        plan = session.trajectory.plan([], None, "", False)
+        assert not await registry.commit(session, plan, turn("x", 0, None, 0, ""))
+
+    asyncio.run(scenario())
+
+
+def test_expiry_is_an_event_the_sink_records_and_the_id_then_answers_gone() -> None:
+    async def scenario() -> None:
+        sink = ListSink()
+        registry = SessionRegistry(sink=sink)
+        session = await registry.create(SessionConfig(ttl_seconds=0.01))
+        await asyncio.sleep(0.03)
+        with pytest.raises(SessionGoneError, match="expired"):
+            registry.get(session.session_id)  # a lookup answers 410 but does not change the registry
+        assert len(registry) == 1
+        assert await registry.evict_expired() == [session.session_id]
+        deleted = sink.events[-1]
+        assert isinstance(deleted, SessionDeleted) and deleted.reason == "expired" and len(registry) == 0
+
+    asyncio.run(scenario())

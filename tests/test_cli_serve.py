@@ -1,0 +1,50 @@
+"""`tito serve` as users run it: a real process on 127.0.0.1 and a free port, stopped by its own handle."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3",
+               "--port", str(port), "--api-key", "k"]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer k"}
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", headers=headers).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "tito serve did not start"
+            time.sleep(0.2)
+        session_id = httpx.post(f"{base}/sessions", headers=headers).json()["session_id"]
+        reply = httpx.post(f"{base}/sessions/{session_id}/v1/chat/completions", headers=headers,
+                           json={"messages": [{"role": "user", "content": "hi"}]}).json()  # fmt: skip
+        assert "instant engine" in reply["choices"][0]["message"]["content"]
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)

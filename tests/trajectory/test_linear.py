@@ -1,0 +1,142 @@
+"""Linear trajectory: extension, one-step retry derived from events, deep divergence refused, validation first."""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+import pytest
+
+from tito.errors import AppendOnlyError, ConfigurationError, JunctionError
+from tito.trajectory import create_trajectory
+from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
+from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError, ToolsChangedError
+
+STOP = 99
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def commit(trajectory: LinearTrajectory, messages: list[dict[str, Any]], finish: str = "stop") -> TurnCommitted:
+    """Plan, then commit a synthetic turn: appended ids [10 + i], sampled ids [node, STOP] (or cut by length)."""
+    plan = trajectory.plan(messages, None, f"fp{len(messages)}", False)
+    output = [50 + trajectory.store.next_node_id] + ([STOP] if finish == "stop" else [])
+    event = TurnCommitted(
+        "s", trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids),
+        tuple(plan.appended), None, array("i", [10 + i for i in range(len(plan.appended))]), array("i", output),
+        array("f", [-0.5] * len(output)), {"role": "assistant", "content": f"a{len(messages)}"}, finish,
+        f"chatcmpl-{len(messages)}", f"fp{len(messages)}", {}, 0.0,
+    )  # fmt: skip
+    trajectory.check(plan)
+    trajectory.apply(event)
+    return event
+
+
+def grow(trajectory: LinearTrajectory, turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for index in range(turns):
+        messages.append(user(f"u{index}"))
+        event = commit(trajectory, messages)
+        messages.append(dict(event.assistant))
+    return messages
+
+
+def test_an_extension_appends_and_path_ids_are_prompt_then_sampled() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    grow(trajectory, 2)
+    assert trajectory.path_ids(1).tolist() == [10, 50, STOP, 10, 51, STOP]
+    assert trajectory.path_ids(1) == trajectory.store.path_ids(1)
+    assert [turn.node_id for turn in trajectory.turns()] == [0, 1]
+
+
+def test_a_retry_of_the_last_turn_replaces_it_and_replay_gives_the_same_path() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    first = commit(trajectory, [user("u0")])
+    messages = [user("u0"), dict(first.assistant)]
+    second = commit(trajectory, [*messages, user("u1")])
+    retried = commit(trajectory, [*messages, user("u1 changed")])
+    assert retried.parent_id == 0
+    assert [turn.node_id for turn in trajectory.turns()] == [0, 2]
+    assert 1 not in trajectory.store
+    replayed = LinearTrajectory(SessionConfig())
+    for event in (first, second, retried):  # no rollback event: the retry is read from its parent
+        replayed.apply(event)
+    assert replayed.messages() == trajectory.messages()
+    assert replayed.path_ids(2) == trajectory.path_ids(2)
+    assert replayed.sample_sequences()[0].loss_mask == trajectory.sample_sequences()[0].loss_mask
+
+
+def test_dropping_the_last_reply_of_a_one_turn_session_starts_over() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 1)
+    plan = trajectory.plan(messages[:1], None, "again", False)
+    assert plan.parent_id is None and plan.replaces == 0 and list(plan.appended) == messages[:1]
+
+
+def test_deep_divergence_is_refused_naming_the_message_and_changes_nothing() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 3)
+    before = (trajectory.messages(), trajectory.path_ids(2), trajectory.version)
+    with pytest.raises(AppendOnlyError, match=r"message 2 differs.*'content'.*discard 2"):
+        trajectory.plan([*messages[:2], user("rewritten"), *messages[3:]], None, "x", False)
+    with pytest.raises(AppendOnlyError, match="message 2"):
+        trajectory.plan(messages[:2], None, "x", False)
+    assert (trajectory.messages(), trajectory.path_ids(2), trajectory.version) == before
+
+
+def test_a_turn_cut_by_length_cannot_be_extended_but_can_be_retried() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = [user("u0")]
+    cut = commit(trajectory, messages, finish="length")
+    with pytest.raises(JunctionError, match="cut by length"):
+        trajectory.plan([*messages, dict(cut.assistant), user("more")], None, "x", False)
+    assert trajectory.plan(messages, None, "x", False).replaces == 0
+
+
+def test_an_sdk_retry_of_the_committed_request_gets_that_turn_back() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    grow(trajectory, 1)
+    plan = trajectory.plan([user("u0")], None, "fp1", True)
+    assert plan.idempotent_reply is trajectory.store.get(0).turn
+    assert trajectory.plan([user("u0")], None, "fp1", False).idempotent_reply is None
+
+
+def test_a_stale_plan_fails_the_check() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    stale = trajectory.plan([user("x")], None, "a", False)
+    commit(trajectory, [user("y")])
+    with pytest.raises(SessionMovedOnError, match="not recorded"):
+        trajectory.check(stale)
+
+
+def test_create_trajectory_builds_linear_and_names_a_missing_tree() -> None:
+    assert isinstance(create_trajectory(SessionConfig()), LinearTrajectory)
+    try:
+        import tito.trajectory.tree  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigurationError, match="tree"):
+            create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
+    else:
+        assert create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE)) is not None
+
+
+def test_later_turns_must_send_the_first_turns_tools_but_a_fresh_start_may_change_them() -> None:
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 1)
+    with pytest.raises(ToolsChangedError, match=r"first turn rendered \(none\)"):
+        trajectory.plan([*messages, user("u1")], tools, "x", False)
+    assert trajectory.plan(messages[:1], tools, "x", False).parent_id is None  # retrying the first turn: a new start
+
+
+def test_a_rewritten_generated_reply_is_refused_not_taken_as_a_retry() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 1)
+    rewritten = {**messages[1], "content": "not what the model said"}
+    with pytest.raises(AppendOnlyError, match=r"message 1 differs.*'content'.*send it back exactly as received"):
+        trajectory.plan([messages[0], rewritten, user("next")], None, "x", False)
+    with pytest.raises(AppendOnlyError, match="message 1"):
+        trajectory.plan([messages[0], rewritten], None, "x", False)
+    assert trajectory.plan([messages[0], user("changed")], None, "x", False).replaces == 0  # a retry drops it
