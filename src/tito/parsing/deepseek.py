@@ -9,7 +9,7 @@ sentinel.
 from __future__ import annotations
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
 from tito.parsing.invoke import InvokeGrammar
 
 DSML = "｜DSML｜"
@@ -28,6 +28,10 @@ class DeepSeekDsml(OutputFormat):
         self.grammar = InvokeGrammar(dsml)
         self.block_open = f"<{dsml}{self.block}>"
         self.block_close = f"</{dsml}{self.block}>"
+
+    @property
+    def openers(self) -> tuple[str, ...]:
+        return (self.block_open,)
 
     def parse_body(self, text: str, tools: ToolIndex) -> Body:
         start = text.find(self.block_open)

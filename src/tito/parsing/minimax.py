@@ -8,7 +8,7 @@ Evidence: minimax-m2.5.jinja writes `<think>\\nR\\n</think>\\n\\n` + content + `
 from __future__ import annotations
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
 from tito.parsing.invoke import InvokeGrammar
 
 SECTION_OPEN, SECTION_CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
