@@ -95,6 +95,13 @@ def held_prefix_length(text: str, spellings: Sequence[str]) -> int:
     return longest
 
 
+def neutralized(text: str) -> str:
+    """Decoded text with each noncharacter a model wrote replaced: only marker ids become sentinels."""
+    if not text.isascii() and SENTINEL_RE.search(text):
+        return SENTINEL_RE.sub(_REPLACEMENT, text)
+    return text
+
+
 class MarkerScanner:
     """One format's markers and stop tokens resolved to ids for one tokenizer, once."""
 
@@ -168,8 +175,10 @@ class MarkerScanner:
 
     def clean(self, text: str) -> str:
         """Decoded text with noncharacters neutralised and non-atomic markers turned into sentinels."""
-        if not text.isascii() and SENTINEL_RE.search(text):  # a model-written noncharacter is not a marker
-            text = SENTINEL_RE.sub(_REPLACEMENT, text)
+        return self.mark_text_markers(neutralized(text))
+
+    def mark_text_markers(self, text: str) -> str:
+        """Each spelling of a marker the tokenizer does not keep atomic replaced by its sentinel."""
         for marker, sentinel in self.text_markers:
             if marker in text:
                 text = text.replace(marker, sentinel)
@@ -256,7 +265,8 @@ class MarkedTextStream:
         self._run: list[int] = []
         """Ids of the current text run not yet decoded (an incomplete character at its end)."""
         self._held = ""
-        """Decoded text of the current run held back: a possible prefix of a text marker or stop text."""
+        """Text of the current run held back (neutralised, text markers marked): a possible prefix of a text
+        marker or stop text."""
 
     def feed(self, ids: Sequence[int]) -> str:
         if self.stopped:
@@ -291,21 +301,22 @@ class MarkedTextStream:
         if run:
             text = decode(run, skip_special_tokens=False)
             if final or not text.endswith(_REPLACEMENT):
-                self._held += text
+                self._held += neutralized(text)
                 run.clear()
             else:  # keep the tokens of an incomplete character until it completes
                 for keep in range(1, min(_MAX_CHARACTER_TOKENS, len(run) - 1) + 1):
                     text = decode(run[:-keep], skip_special_tokens=False)
                     if not text.endswith(_REPLACEMENT):
-                        self._held += text
+                        self._held += neutralized(text)
                         del run[:-keep]
                         break
         held = self._held
-        if not held:
-            return ""
-        hold = 0 if final or not self.scanner.held_spellings else held_prefix_length(held, self.scanner.held_spellings)
-        released, self._held = held[: len(held) - hold], held[len(held) - hold :]
-        released = self.scanner.clean(released)
+        if not held or not self.scanner.held_spellings:
+            self._held = ""
+            return held
+        held = self.scanner.mark_text_markers(held)
         if self.scanner.stop_texts:
-            released, self.stopped = self.scanner.cut_at_stop_text(released)
+            held, self.stopped = self.scanner.cut_at_stop_text(held)
+        hold = 0 if final or self.stopped else held_prefix_length(held, self.scanner.held_spellings)
+        released, self._held = held[: len(held) - hold], held[len(held) - hold :]
         return released
