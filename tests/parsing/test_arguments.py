@@ -14,6 +14,7 @@ from tito.parsing.arguments import (
     ToolIndex,
     declared_types,
     json_object,
+    json_type_name,
     object_member_spans,
     typed_value,
 )
@@ -112,3 +113,25 @@ def test_tool_index_checks_names_only_when_the_request_sent_tools() -> None:
     index = ToolIndex.of([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": {}}}}}])
     assert index.knows("f") and not index.knows("g")
     assert index.parameter_schema("f", "x") == {} and index.parameter_schema("f", "y") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "meaning"),
+    [
+        *[(n, "integer") for n in ("integer", "int", "Int32", "uint64", "long", "short")],
+        *[(n, "number") for n in ("number", "float", "Float64", "double", "decimal")],
+        *[(n, "boolean") for n in ("boolean", "Boolean", "bool")],
+        *[(n, "object") for n in ("object", "dict", "Dictionary", "map", "struct")],
+        *[(n, "array") for n in ("array", "list", "tuple", "set", "Sequence")],
+        *[(n, "string") for n in ("string", "String", "str", "text")],
+        *[(n, None) for n in ("any", "Any", "whatever", "")],
+    ],
+)
+def test_a_type_name_is_read_by_what_it_means(name: str, meaning: str | None) -> None:
+    assert json_type_name(name) == meaning
+
+
+def test_one_type_name_of_no_known_meaning_leaves_the_value_unconstrained() -> None:
+    assert declared_types({"type": ["integer", "any"]}) == frozenset()
+    assert typed_value("hello", {"type": "any"}).value == "hello"
+    assert typed_value("[1]", {"type": "any"}).value == [1]

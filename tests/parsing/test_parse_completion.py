@@ -7,6 +7,7 @@ parse, and every malformed completion has a documented status per tool-call atte
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -23,7 +24,7 @@ from tests.parsing.cases import (
     render_completion,
     without_generated_ids,
 )
-from tito.parsing import CallStatus
+from tito.parsing import CallStatus, ParseResult
 
 CASES = case_names()
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -477,3 +478,65 @@ def test_without_request_tools_any_name_is_accepted(name: str, tools: list | Non
     completion = render_completion(case, message, tools=None)
     result = case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, tools)
     assert result.attempts[0].status is (CallStatus.OK if tools is None else CallStatus.UNKNOWN_TOOL)
+
+
+# ---- schema type names as real schemas write them (issue 9) ----
+
+REAL_WORLD_TYPES: list[tuple[str, object]] = [
+    ("float", 0.05),
+    ("double", 2.5),
+    ("Number", 3),
+    ("int32", 7),
+    ("Integer", -2),
+    ("long", 10**12),
+    ("String", "0.05"),
+    ("str", "true"),
+    ("Boolean", True),
+    ("bool", False),
+    ("dict", {"a": [1, None]}),
+    ("Map", {"k": "v"}),
+    ("tuple", [1, "two"]),
+    ("list", []),
+    ("any", {"free": "form"}),
+    ("any", "free text"),
+    ("no_such_type", 5),
+]
+MISMATCHED_TYPES: list[tuple[str, object]] = [("integer", "three"), ("float", [1]), ("bool", "maybe")]
+
+
+def _one_parameter_tool(type_name: str) -> list[dict]:
+    parameters = {"type": "object", "properties": {"p": {"type": type_name}}}
+    return [{"type": "function", "function": {"name": "f", "description": "d", "parameters": parameters}}]
+
+
+def _sampled_call(case: Case, type_name: str, value: object) -> ParseResult:
+    tools = _one_parameter_tool(type_name)
+    arguments = json.dumps({"p": value})
+    call = {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    message = {"role": "assistant", "content": "", "reasoning_content": "r", "tool_calls": [call]}
+    completion = render_completion(case, message, tools)
+    return case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, tools)
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(("type_name", "value"), REAL_WORLD_TYPES, ids=[f"{t}-{v!r}" for t, v in REAL_WORLD_TYPES])
+def test_a_call_typed_with_a_real_world_type_name_parses_back_in_every_family(
+    name: str, type_name: str, value: object
+) -> None:
+    result = _sampled_call(get_case(name), type_name, value)
+    (attempt,) = result.attempts
+    assert attempt.status is CallStatus.OK, attempt.detail
+    assert result.finish_reason == "tool_calls"
+    assert json.loads(result.message["tool_calls"][0]["function"]["arguments"]) == {"p": value}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(("type_name", "value"), MISMATCHED_TYPES, ids=[f"{t}-{v!r}" for t, v in MISMATCHED_TYPES])
+def test_a_value_that_does_not_fit_its_schema_keeps_the_call_and_records_the_mismatch(
+    name: str, type_name: str, value: object
+) -> None:
+    result = _sampled_call(get_case(name), type_name, value)
+    (attempt,) = result.attempts
+    assert attempt.status is CallStatus.SCHEMA_MISMATCH and "'p'" in attempt.detail
+    assert result.finish_reason == "tool_calls"
+    assert json.loads(result.message["tool_calls"][0]["function"]["arguments"]) == {"p": value}
