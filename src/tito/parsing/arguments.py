@@ -8,6 +8,7 @@ json.dumps. Imports nothing from tito.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -137,6 +138,7 @@ _TYPE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 """Type names real schemas use (`float`, `String`, `dict`, `int32`...) by what they mean, case-insensitive."""
 
 
+@functools.lru_cache(maxsize=256)
 def json_type_name(name: str) -> str | None:
     """The JSON Schema type a schema's type name means; None for `any` and names of no known meaning."""
     word = name.strip().lower()

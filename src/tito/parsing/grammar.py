@@ -69,6 +69,9 @@ class OutputFormat(abc.ABC):
     reasoning_strip: ClassVar[str | None] = "\n"
     """Characters stripped around reasoning (str.strip's argument; None = all whitespace, "" = none)."""
     content_strip: ClassVar[str | None] = None
+    call_end_text: ClassVar[str] = ""
+    """The plain text that closes a call where no marker does (`invoke>`): with the call markers, the only text
+    after which a streaming parser re-reads the calls."""
 
     def __init__(self) -> None:
         if len(self.markers) > SENTINEL_LAST - SENTINEL_FIRST + 1:
@@ -76,6 +79,7 @@ class OutputFormat(abc.ABC):
         self.sentinels: Mapping[str, str] = {m: chr(SENTINEL_FIRST + k) for k, m in enumerate(self.markers)}
         self.restore_pairs: tuple[tuple[str, str], ...] = tuple((s, m) for m, s in self.sentinels.items())
         self.call_sentinels: tuple[str, ...] = tuple(self.sentinels[m] for m in self.markers[2:])
+        self.call_sentinel_set = frozenset(self.call_sentinels)
 
     @property
     def openers(self) -> tuple[str, ...]:
@@ -98,6 +102,14 @@ class OutputFormat(abc.ABC):
     def has_calls(self, text: str) -> bool:
         """Whether the body text holds any call marker; without one it is content only."""
         return any(sentinel in text for sentinel in self.call_sentinels)
+
+    def may_decide(self, body: str, appended: int) -> bool:
+        """Whether the last `appended` characters of `body` can change its calls: only a call marker or the
+        text that closes a call can."""
+        if not self.call_sentinel_set.isdisjoint(body[len(body) - appended :]):
+            return True
+        end = self.call_end_text
+        return bool(end) and end in body[len(body) - appended - len(end) + 1 :]
 
     def parse(self, text: str, tools: ToolIndex) -> Body:
         """The body of a completion: content only without call markers, else the format's grammar."""

@@ -197,6 +197,8 @@ class IncrementalParser:
         if not self._body_has_calls and not fmt.has_calls(text):
             self._stream_content(text, deltas)
             return
+        if self._body_has_calls and not fmt.may_decide(self._body, len(text)):
+            return  # text inside a call, or content after calls: decided, and emitted, at the next tag or marker
         self._body_has_calls = True
         body = self._body
         view = body[: len(body) - held_prefix_length(body, fmt.openers)]

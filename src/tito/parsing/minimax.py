@@ -19,6 +19,7 @@ class MiniMax(OutputFormat):
     markers = (THINK_OPEN, THINK_CLOSE, SECTION_OPEN, SECTION_CLOSE)
     reasoning_strip = "\n"
     content_strip = "\n"
+    call_end_text = "invoke>"
 
     def __init__(self) -> None:
         super().__init__()
