@@ -126,6 +126,7 @@ class ToolIndex:
         return schema if isinstance(schema, Mapping) else None
 
 
+_STRING = frozenset({"string"})
 _TYPE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("integer", re.compile(r"u?int(eger)?\d*|long|short|bigint|smallint|tinyint|byte")),
     ("number", re.compile(r"number|numeric|float\d*|double|decimal|real")),
@@ -145,6 +146,12 @@ def json_type_name(name: str) -> str | None:
     return next((json_type for json_type, pattern in _TYPE_WORDS if pattern.fullmatch(word)), None)
 
 
+@functools.lru_cache(maxsize=256)
+def _types_named(name: str) -> frozenset[str]:
+    json_type = json_type_name(name)
+    return frozenset() if json_type is None else frozenset({json_type})
+
+
 def declared_types(schema: Mapping[str, Any] | None) -> frozenset[str]:
     """The JSON types a parameter schema allows (`type`, a list of types, or anyOf/oneOf options); empty = any.
 
@@ -153,9 +160,10 @@ def declared_types(schema: Mapping[str, Any] | None) -> frozenset[str]:
     if not schema:
         return frozenset()
     declared = schema.get("type")
-    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else None
-    if names is not None:
-        types = [json_type_name(name) if isinstance(name, str) else None for name in names]
+    if isinstance(declared, str):
+        return _types_named(declared)
+    if isinstance(declared, list):
+        types = [json_type_name(name) if isinstance(name, str) else None for name in declared]
         return frozenset() if None in types else frozenset(t for t in types if t is not None)
     options = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(options, list):
@@ -190,7 +198,7 @@ def typed_value(text: str, schema: Mapping[str, Any] | None) -> TypedValue:
     mismatch recorded: a schema mismatch never drops a well-formed call.
     """
     types = declared_types(schema)
-    if types == {"string"}:
+    if types == _STRING:
         return TypedValue(text)
     stripped = text.strip()
     try:
