@@ -167,3 +167,21 @@ def test_tool_call_ids_are_derived_from_the_call_so_stream_and_whole_parse_agree
     later_turn = case.tito.parse_completion(completion.completion_ids, [*completion.prompt_ids, 0], TOOLS)
     ids = [r.message["tool_calls"][0]["id"] for r in (first, again, later_turn)]
     assert ids[0] == ids[1] != ids[2] and ids[0].startswith("call_")
+
+
+def test_a_call_leaves_as_openai_deltas_header_first_then_arguments_and_a_finished_parser_takes_no_more() -> None:
+    case = get_case("qwen35")
+    call = {"id": "x", "type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}
+    message = {"role": "assistant", "content": "", "reasoning_content": "r", "tool_calls": [call]}
+    completion = render_completion(case, message)
+    parser = case.tito.incremental_parser(completion.prompt_ids, TOOLS)
+    deltas = parser.feed(completion.completion_ids)
+    rest, result = parser.finish()
+    pieces = [d.as_openai()["tool_calls"][0] for d in deltas + rest if d.tool_call is not None]
+    call_id = result.message["tool_calls"][0]["id"]
+    assert pieces == [
+        {"index": 0, "id": call_id, "type": "function", "function": {"name": "search", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"query": "x"}'}},
+    ]
+    with pytest.raises(RuntimeError, match="after finish"):
+        parser.feed([1])
