@@ -3,7 +3,7 @@
 For each family and completion size (tokens), one assistant turn (long reasoning, a short answer and
 two parallel tool calls with nested and boolean arguments) is rendered in context by the family's
 render and its completion ids taken as an engine would have sampled them; then, on those ids:
-  parse   tito.parsing.parse_completion(family, tokenizer, ids, prompt_ids, tools): the whole message
+  parse   TitoTokenizer.parse_completion(ids, prompt_ids, tools): the whole message
   floor   tokenizer.decode(ids): the least any id -> message parser must do
 Target (issue #5): parse/floor <= 3.
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test support
 
 from tests.parsing.cases import TOOLS, Case, case_names, get_case, render_completion
 
-from tito.parsing import CallStatus, parse_completion
+from tito.parsing import CallStatus
 
 TARGET_FLOOR = 3.0
 PARAGRAPH = (
@@ -67,9 +67,9 @@ def measure(name: str, size: int) -> dict[str, float]:
     per_paragraph = len(case.tokenizer.encode(PARAGRAPH, add_special_tokens=False))
     completion = render_completion(case, assistant(case, max(1, size // per_paragraph)))
     ids, prompt_ids = completion.completion_ids, completion.prompt_ids
-    result = parse_completion(case.family, case.tokenizer, ids, prompt_ids, TOOLS)
-    assert [a.status for a in result.tool_calls] == [CallStatus.OK, CallStatus.OK], result.tool_calls
-    parse = best_seconds(lambda: parse_completion(case.family, case.tokenizer, ids, prompt_ids, TOOLS))
+    result = case.tito.parse_completion(ids, prompt_ids, TOOLS)
+    assert [a.status for a in result.attempts] == [CallStatus.OK, CallStatus.OK], result.attempts
+    parse = best_seconds(lambda: case.tito.parse_completion(ids, prompt_ids, TOOLS))
     floor = best_seconds(lambda: case.tokenizer.decode(ids, skip_special_tokens=False))
     return {"tokens": len(ids), "parse": parse, "floor": floor}
 

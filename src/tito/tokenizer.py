@@ -22,7 +22,7 @@ from tito.families.probe import probe_default_family
 from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.messages import Message, normalize_messages
-from tito.parsing import ParseResult, get_completion_parser
+from tito.parsing import IncrementalParser, ParseResult, build_completion_parser
 from tito.rendering import compile_template, render_template
 from tito.tokenizer_loading import Tokenizer
 
@@ -93,7 +93,7 @@ class TitoTokenizer:
         self._end_of_turn_id = self._atomic_id(family.end_of_turn) if family.end_of_turn else None
         self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
-        self._parser = get_completion_parser(family, tokenizer)
+        self._parser = build_completion_parser(family, tokenizer)
         self._stub_context_text = ""
         if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
             self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
@@ -231,6 +231,11 @@ class TitoTokenizer:
         Pass the turn's `prompt_ids` so the parser knows whether the generation prompt opened reasoning.
         """
         return self._parser.parse(completion_ids, prompt_ids, tools)
+
+    def incremental_parser(self, prompt_ids: Sequence[int] | None = None, tools: Tools = None) -> IncrementalParser:
+        """A parser for one completion streamed in chunks: `feed(ids)` -> deltas, `finish()` -> the last deltas
+        and the ParseResult `parse_completion` gives for all the ids."""
+        return IncrementalParser(self._parser, prompt_ids, tools)
 
     def merge_tokens(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from hypothesis import assume
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from tito.conformance import builtin_tokenizer_for
 from tito.families.base import Family, Junction, ToolArguments
 from tito.families.registry import FAMILIES
-from tito.tokenizer import get_tito_tokenizer
+from tito.parsing import CompletionParser, build_completion_parser
+from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
 from tito.tokenizer_loading import Tokenizer
 
 Message = dict[str, Any]
@@ -61,7 +62,17 @@ class Case:
     name: str
     family: Family
     tokenizer: Tokenizer
-    render: Render
+    tito: TitoTokenizer
+    """Renders with reasoning on, and parses (`tito.parse_completion`, the one way in)."""
+
+    @property
+    def render(self) -> Render:
+        return self.tito.render
+
+    @cached_property
+    def parser(self) -> CompletionParser:
+        """The family's parser, for what it reads of a prompt (`prompt_opened`)."""
+        return build_completion_parser(self.family, self.tokenizer)
 
     @property
     def object_arguments(self) -> bool:
@@ -82,7 +93,7 @@ def get_case(name: str) -> Case:
     family = FAMILIES[name]
     tokenizer = builtin_tokenizer_for(name)[0]
     thinking_on = {family.thinking_kwarg: True} if family.thinking_kwarg else None  # reasoning is rendered
-    return Case(name, family, tokenizer, get_tito_tokenizer(tokenizer, name, thinking_on).render)
+    return Case(name, family, tokenizer, get_tito_tokenizer(tokenizer, name, thinking_on))
 
 
 # ---- completions from rendered messages ----

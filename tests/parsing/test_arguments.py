@@ -13,7 +13,8 @@ from tito.parsing.arguments import (
     ArgumentError,
     ToolIndex,
     declared_types,
-    json_object_text,
+    json_object,
+    json_type_name,
     object_member_spans,
     typed_value,
 )
@@ -45,12 +46,11 @@ def test_anything_but_one_json_object_is_an_argument_error(broken: str) -> None:
         object_member_spans(broken)
 
 
-def test_json_object_text_returns_the_text_unchanged_and_rejects_non_objects() -> None:
-    spelled = '{ "city" :"Paris" ,"n":1 }'
-    assert json_object_text(spelled) is spelled
+def test_json_object_reads_an_object_and_rejects_non_objects() -> None:
+    assert json_object('{ "city" :"Paris" ,"n":1 }') == {"city": "Paris", "n": 1}
     for not_object in ("[1]", '"x"', "3", "nope"):
         with pytest.raises(ArgumentError):
-            json_object_text(not_object)
+            json_object(not_object)
 
 
 @pytest.mark.parametrize(
@@ -77,22 +77,27 @@ def test_json_object_text_returns_the_text_unchanged_and_rejects_non_objects() -
     ],
 )
 def test_parameter_text_takes_the_type_its_schema_declares(schema: dict | None, written: str, value: object) -> None:
-    assert typed_value(written, schema) == value
-    assert type(typed_value(written, schema)) is type(value)
+    typed = typed_value(written, schema)
+    assert typed.value == value and type(typed.value) is type(value)
+    assert typed.mismatch == ""
 
 
 @pytest.mark.parametrize(
-    ("schema", "written"),
+    ("schema", "written", "kept"),
     [
-        ({"type": "integer"}, "three"),
-        ({"type": "object"}, "{"),
-        ({"type": "integer"}, "true"),
-        ({"type": "array"}, "{}"),
+        ({"type": "integer"}, "three", "three"),
+        ({"type": "object"}, "{", "{"),
+        ({"type": "integer"}, "true", True),
+        ({"type": "array"}, "{}", {}),
+        ({"type": "integer"}, "2.5", 2.5),
     ],
 )
-def test_non_string_text_that_is_not_json_of_the_declared_type_is_an_argument_error(schema: dict, written: str) -> None:
-    with pytest.raises(ArgumentError, match="declared"):
-        typed_value(written, schema)
+def test_a_value_that_does_not_fit_its_declared_type_is_kept_as_written_with_the_mismatch(
+    schema: dict, written: str, kept: object
+) -> None:
+    typed = typed_value(written, schema)
+    assert typed.value == kept and type(typed.value) is type(kept)
+    assert "declared" in typed.mismatch
 
 
 def test_declared_types_read_type_lists_and_unions() -> None:
@@ -108,3 +113,25 @@ def test_tool_index_checks_names_only_when_the_request_sent_tools() -> None:
     index = ToolIndex.of([{"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": {}}}}}])
     assert index.knows("f") and not index.knows("g")
     assert index.parameter_schema("f", "x") == {} and index.parameter_schema("f", "y") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "meaning"),
+    [
+        *[(n, "integer") for n in ("integer", "int", "Int32", "uint64", "long", "short")],
+        *[(n, "number") for n in ("number", "float", "Float64", "double", "decimal")],
+        *[(n, "boolean") for n in ("boolean", "Boolean", "bool")],
+        *[(n, "object") for n in ("object", "dict", "Dictionary", "map", "struct")],
+        *[(n, "array") for n in ("array", "list", "tuple", "set", "Sequence")],
+        *[(n, "string") for n in ("string", "String", "str", "text")],
+        *[(n, None) for n in ("any", "Any", "whatever", "")],
+    ],
+)
+def test_a_type_name_is_read_by_what_it_means(name: str, meaning: str | None) -> None:
+    assert json_type_name(name) == meaning
+
+
+def test_one_type_name_of_no_known_meaning_leaves_the_value_unconstrained() -> None:
+    assert declared_types({"type": ["integer", "any"]}) == frozenset()
+    assert typed_value("hello", {"type": "any"}).value == "hello"
+    assert typed_value("[1]", {"type": "any"}).value == [1]

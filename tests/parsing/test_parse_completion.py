@@ -7,6 +7,7 @@ parse, and every malformed completion has a documented status per tool-call atte
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -23,7 +24,7 @@ from tests.parsing.cases import (
     render_completion,
     without_generated_ids,
 )
-from tito.parsing import CallStatus, get_completion_parser, parse_completion
+from tito.parsing import CallStatus, ParseResult
 
 CASES = case_names()
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,10 +38,10 @@ def test_a_rendered_assistant_message_parses_back_to_itself(name: str) -> None:
     @given(assistant_messages(case))
     def round_trip(message: dict) -> None:
         completion = render_completion(case, message)
-        result = parse_completion(case.family, case.tokenizer, completion.completion_ids, completion.prompt_ids, TOOLS)
+        result = case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, TOOLS)
         assert without_generated_ids(result.message, case) == without_generated_ids(message, case), completion.text
         assert result.finish_reason == ("tool_calls" if message.get("tool_calls") else "stop")
-        assert all(attempt.status is CallStatus.OK for attempt in result.tool_calls)
+        assert all(attempt.status is CallStatus.OK for attempt in result.attempts)
 
     round_trip()
 
@@ -55,10 +56,10 @@ def test_every_truncation_of_a_completion_parses_without_raising_and_reports_len
         completion = render_completion(case, message)
         ids = completion.completion_ids
         for cut in range(len(ids)):
-            result = parse_completion(case.family, case.tokenizer, ids[:cut], completion.prompt_ids, TOOLS)
+            result = case.tito.parse_completion(ids[:cut], completion.prompt_ids, TOOLS)
             assert result.finish_reason == "length"
             assert "tool_calls" not in result.message or all(
-                a.status is not CallStatus.UNCLOSED for a in result.tool_calls[: len(result.message["tool_calls"])]
+                a.status is not CallStatus.UNCLOSED for a in result.attempts[: len(result.message["tool_calls"])]
             )
 
     truncations()
@@ -75,7 +76,7 @@ def test_ids_of_generated_call_are_unique_and_the_result_is_frozen(name: str) ->
         "tool_calls": [{"id": f"functions.search:{i}", **call} for i in range(2)],
     }
     completion = render_completion(case, message)
-    result = parse_completion(case.family, case.tokenizer, completion.completion_ids, completion.prompt_ids, TOOLS)
+    result = case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, TOOLS)
     ids = [call["id"] for call in result.message["tool_calls"]]
     assert len(set(ids)) == 2
     with pytest.raises(AttributeError):
@@ -101,8 +102,9 @@ class Malformed:
     stopped: bool = True
 
 
-OK, BAD, UNCLOSED, UNKNOWN, NAMELESS = (
+OK, MISMATCH, BAD, UNCLOSED, UNKNOWN, NAMELESS = (
     CallStatus.OK,
+    CallStatus.SCHEMA_MISMATCH,
     CallStatus.INVALID_ARGUMENTS,
     CallStatus.UNCLOSED,
     CallStatus.UNKNOWN_TOOL,
@@ -168,6 +170,11 @@ def _ds_table(block: str) -> dict[str, Malformed]:
         "bad_json_value": Malformed(
             (_dsml(block, _invoke("get_weather", _ds_param("days", "three", False), dsml=_DS)),), (BAD,), "stop"
         ),
+        "schema_mismatch_kept": Malformed(
+            (_dsml(block, _invoke("get_weather", _ds_param("days", '"three"', False), dsml=_DS)),),
+            (MISMATCH,),
+            "tool_calls",
+        ),
         "unknown_tool": Malformed((_dsml(block, _invoke("launch", dsml=_DS)),), (UNKNOWN,), "stop"),
         "missing_name": Malformed((_dsml(block, _invoke(None, dsml=_DS)),), (NAMELESS,), "stop"),
         "literal_tag_in_content": Malformed(
@@ -199,6 +206,9 @@ TABLES: dict[str, dict[str, Malformed]] = {
         "arguments_not_object": Malformed(
             (_json_call('{"name": "get_weather", "arguments": "Paris"}'),), (BAD,), "stop"
         ),
+        "schema_mismatch_kept": Malformed(
+            (_json_call('{"name": "get_weather", "arguments": {"days": "three"}}'),), (MISMATCH,), "tool_calls"
+        ),
         "unknown_tool": Malformed((_json_call('{"name": "launch", "arguments": {}}'),), (UNKNOWN,), "stop"),
         "missing_name": Malformed((_json_call('{"arguments": {"city": "Paris"}}'),), (NAMELESS,), "stop"),
         "literal_tag_in_content": Malformed(
@@ -220,8 +230,13 @@ TABLES: dict[str, dict[str, Malformed]] = {
         "truncated_mid_call": Malformed(
             ("Sure.\n\n", _xml_call("get_weather")[:40]), (UNCLOSED,), "length", "Sure.", stopped=False
         ),
-        "bad_typed_value": Malformed(
-            (_xml_call("get_weather", "<parameter=days>\nthree\n</parameter>\n"),), (BAD,), "stop"
+        "schema_mismatch_kept": Malformed(
+            (_xml_call("get_weather", "<parameter=days>\nthree\n</parameter>\n"),), (MISMATCH,), "tool_calls"
+        ),
+        "parameter_twice": Malformed(
+            (_xml_call("get_weather", "<parameter=city>\nA\n</parameter>\n<parameter=city>\nB\n</parameter>\n"),),
+            (BAD,),
+            "stop",
         ),
         "unclosed_parameter": Malformed((_xml_call("get_weather", "<parameter=city>\nParis\n"),), (BAD,), "stop"),
         "unknown_tool": Malformed((_xml_call("launch"),), (UNKNOWN,), "stop"),
@@ -237,7 +252,7 @@ TABLES: dict[str, dict[str, Malformed]] = {
             "Write <tool_call><function=x>",
         ),
         "ok_then_broken": Malformed(
-            (_xml_call("get_weather"), "\n", _xml_call("search", "<parameter=limit>\nmany\n</parameter>\n")),
+            (_xml_call("get_weather"), "\n", _xml_call("search", "<parameter=limit>\nmany\n")),
             (OK, BAD),
             "tool_calls",
         ),
@@ -256,8 +271,10 @@ TABLES: dict[str, dict[str, Malformed]] = {
             "Sure.",
             stopped=False,
         ),
-        "bad_typed_value": Malformed(
-            ("<tool_call>get_weather<arg_key>days</arg_key><arg_value>three</arg_value></tool_call>",), (BAD,), "stop"
+        "schema_mismatch_kept": Malformed(
+            ("<tool_call>get_weather<arg_key>days</arg_key><arg_value>three</arg_value></tool_call>",),
+            (MISMATCH,),
+            "tool_calls",
         ),
         "key_without_value": Malformed(("<tool_call>get_weather<arg_key>city</arg_key></tool_call>",), (BAD,), "stop"),
         "unknown_tool": Malformed(("<tool_call>launch</tool_call>",), (UNKNOWN,), "stop"),
@@ -277,7 +294,7 @@ TABLES: dict[str, dict[str, Malformed]] = {
         "ok_then_broken": Malformed(
             (
                 "<tool_call>search</tool_call>",
-                "<tool_call>search<arg_key>limit</arg_key><arg_value>{</arg_value></tool_call>",
+                "<tool_call>search<arg_key>limit</arg_key></tool_call>",
             ),
             (OK, BAD),
             "tool_calls",
@@ -300,6 +317,9 @@ TABLES: dict[str, dict[str, Malformed]] = {
             stopped=False,
         ),
         "bad_json": Malformed((_kimi(_kimi_call("functions.get_weather:0", '{"city": Paris}')),), (BAD,), "stop"),
+        "schema_mismatch_kept": Malformed(
+            (_kimi(_kimi_call("functions.get_weather:0", '{"days": "three"}')),), (MISMATCH,), "tool_calls"
+        ),
         "unknown_tool": Malformed((_kimi(_kimi_call("functions.launch:0", "{}")),), (UNKNOWN,), "stop"),
         "missing_name": Malformed((_kimi(_kimi_call("", "{}")),), (NAMELESS,), "stop"),
         "literal_tag_in_content": Malformed(
@@ -336,10 +356,10 @@ TABLES: dict[str, dict[str, Malformed]] = {
             "Sure.",
             stopped=False,
         ),
-        "bad_typed_value": Malformed(
+        "schema_mismatch_kept": Malformed(
             ("<minimax:tool_call>\n", _invoke("get_weather", _mm_param("days", "three")), "\n</minimax:tool_call>"),
-            (BAD,),
-            "stop",
+            (MISMATCH,),
+            "tool_calls",
         ),
         "unknown_tool": Malformed(
             ("<minimax:tool_call>\n", _invoke("launch"), "\n</minimax:tool_call>"), (UNKNOWN,), "stop"
@@ -362,7 +382,7 @@ TABLES: dict[str, dict[str, Malformed]] = {
                 "<minimax:tool_call>\n",
                 _invoke("search"),
                 "\n",
-                _invoke("search", _mm_param("limit", "lots")),
+                _invoke("search", "<parameter>lots"),
                 "\n</minimax:tool_call>",
             ),
             (OK, BAD),
@@ -392,7 +412,7 @@ def _ids(case: Case, parts: tuple[str | Spelled, ...]) -> list[int]:
 def _prompt_and_reasoning(case: Case) -> tuple[list[int], list[int]]:
     """The generation prompt's ids and a closed reasoning block that continues it."""
     prompt_ids = case.tokenizer.encode(case.render(PROMPT, TOOLS, True), add_special_tokens=False)
-    opened = get_completion_parser(case.family, case.tokenizer).prompt_opens_reasoning(prompt_ids)
+    opened = case.parser.prompt_opened(prompt_ids)
     return prompt_ids, _ids(case, ("" if opened else "<think>", "Let me see.", "</think>"))
 
 
@@ -402,13 +422,11 @@ def test_malformed_completions_get_their_documented_status_and_never_raise(name:
     entry = TABLES[case.family.output_format][kind]
     prompt_ids, reasoning_ids = _prompt_and_reasoning(case)
     stop = _ids(case, (case.family.end_of_turn,)) if entry.stopped else []
-    result = parse_completion(
-        case.family, case.tokenizer, reasoning_ids + _ids(case, entry.body) + stop, prompt_ids, TOOLS
-    )
-    assert tuple(attempt.status for attempt in result.tool_calls) == entry.statuses, result.tool_calls
+    result = case.tito.parse_completion(reasoning_ids + _ids(case, entry.body) + stop, prompt_ids, TOOLS)
+    assert tuple(attempt.status for attempt in result.attempts) == entry.statuses, result.attempts
     assert result.finish_reason == entry.finish
     assert [call["function"]["name"] for call in result.message.get("tool_calls", [])] == [
-        attempt.name for attempt in result.tool_calls if attempt.status is CallStatus.OK
+        attempt.name for attempt in result.attempts if attempt.status.is_call
     ]
     assert result.message["reasoning_content"] == "Let me see."
     if entry.content is not None:
@@ -420,16 +438,15 @@ def test_malformed_completions_get_their_documented_status_and_never_raise(name:
 def test_reasoning_cut_by_length_stays_reasoning_with_empty_content_and_no_calls(name: str) -> None:
     case = get_case(name)
     prompt_ids, _ = _prompt_and_reasoning(case)
-    parser = get_completion_parser(case.family, case.tokenizer)
-    opener = () if parser.prompt_opens_reasoning(prompt_ids) else ("<think>",)
+    opener = () if case.parser.prompt_opened(prompt_ids) else ("<think>",)
     ids = _ids(case, (*opener, "Thinking about <tool_call> and more"))
-    result = parse_completion(case.family, case.tokenizer, ids, prompt_ids, TOOLS)
+    result = case.tito.parse_completion(ids, prompt_ids, TOOLS)
     assert result.message == {
         "role": "assistant",
         "content": "",
         "reasoning_content": "Thinking about <tool_call> and more",
     }
-    assert (result.finish_reason, result.reasoning_closed, result.tool_calls) == ("length", False, ())
+    assert (result.finish_reason, result.reasoning_closed, result.attempts) == ("length", False, ())
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -438,7 +455,7 @@ def test_the_trailing_stop_token_is_not_content(name: str) -> None:
     prompt_ids, reasoning_ids = _prompt_and_reasoning(case)
     for stop in case.family.stop_tokens:
         ids = reasoning_ids + _ids(case, ("Done.", stop))
-        result = parse_completion(case.family, case.tokenizer, ids, prompt_ids, TOOLS)
+        result = case.tito.parse_completion(ids, prompt_ids, TOOLS)
         assert (result.message["content"], result.finish_reason) == ("Done.", "stop"), stop
 
 
@@ -446,7 +463,7 @@ def test_the_trailing_stop_token_is_not_content(name: str) -> None:
 def test_without_prompt_ids_a_closing_think_marker_implies_the_prompt_opened_reasoning(name: str) -> None:
     case = get_case(name)
     ids = _ids(case, ("I should answer.", "</think>", "Done.", case.family.end_of_turn))
-    result = parse_completion(case.family, case.tokenizer, ids)
+    result = case.tito.parse_completion(ids)
     assert (result.message["reasoning_content"], result.message["content"]) == ("I should answer.", "Done.")
 
 
@@ -459,5 +476,67 @@ def test_without_request_tools_any_name_is_accepted(name: str, tools: list | Non
         {"id": "functions.launch:0", "type": "function", "function": {"name": "launch", "arguments": "{}"}}
     ]}  # fmt: skip
     completion = render_completion(case, message, tools=None)
-    result = parse_completion(case.family, case.tokenizer, completion.completion_ids, completion.prompt_ids, tools)
-    assert result.tool_calls[0].status is (CallStatus.OK if tools is None else CallStatus.UNKNOWN_TOOL)
+    result = case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, tools)
+    assert result.attempts[0].status is (CallStatus.OK if tools is None else CallStatus.UNKNOWN_TOOL)
+
+
+# ---- schema type names as real schemas write them (issue 9) ----
+
+REAL_WORLD_TYPES: list[tuple[str, object]] = [
+    ("float", 0.05),
+    ("double", 2.5),
+    ("Number", 3),
+    ("int32", 7),
+    ("Integer", -2),
+    ("long", 10**12),
+    ("String", "0.05"),
+    ("str", "true"),
+    ("Boolean", True),
+    ("bool", False),
+    ("dict", {"a": [1, None]}),
+    ("Map", {"k": "v"}),
+    ("tuple", [1, "two"]),
+    ("list", []),
+    ("any", {"free": "form"}),
+    ("any", "free text"),
+    ("no_such_type", 5),
+]
+MISMATCHED_TYPES: list[tuple[str, object]] = [("integer", "three"), ("float", [1]), ("bool", "maybe")]
+
+
+def _one_parameter_tool(type_name: str) -> list[dict]:
+    parameters = {"type": "object", "properties": {"p": {"type": type_name}}}
+    return [{"type": "function", "function": {"name": "f", "description": "d", "parameters": parameters}}]
+
+
+def _sampled_call(case: Case, type_name: str, value: object) -> ParseResult:
+    tools = _one_parameter_tool(type_name)
+    arguments = json.dumps({"p": value})
+    call = {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    message = {"role": "assistant", "content": "", "reasoning_content": "r", "tool_calls": [call]}
+    completion = render_completion(case, message, tools)
+    return case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, tools)
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(("type_name", "value"), REAL_WORLD_TYPES, ids=[f"{t}-{v!r}" for t, v in REAL_WORLD_TYPES])
+def test_a_call_typed_with_a_real_world_type_name_parses_back_in_every_family(
+    name: str, type_name: str, value: object
+) -> None:
+    result = _sampled_call(get_case(name), type_name, value)
+    (attempt,) = result.attempts
+    assert attempt.status is CallStatus.OK, attempt.detail
+    assert result.finish_reason == "tool_calls"
+    assert json.loads(result.message["tool_calls"][0]["function"]["arguments"]) == {"p": value}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize(("type_name", "value"), MISMATCHED_TYPES, ids=[f"{t}-{v!r}" for t, v in MISMATCHED_TYPES])
+def test_a_value_that_does_not_fit_its_schema_keeps_the_call_and_records_the_mismatch(
+    name: str, type_name: str, value: object
+) -> None:
+    result = _sampled_call(get_case(name), type_name, value)
+    (attempt,) = result.attempts
+    assert attempt.status is CallStatus.SCHEMA_MISMATCH and "'p'" in attempt.detail
+    assert result.finish_reason == "tool_calls"
+    assert json.loads(result.message["tool_calls"][0]["function"]["arguments"]) == {"p": value}

@@ -7,7 +7,7 @@ import pytest
 from tito.errors import ConfigurationError
 from tito.families.registry import FAMILIES
 from tito.parsing import OUTPUT_FORMATS
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN
 from tito.parsing.registry import get_output_format
 
 
@@ -29,3 +29,12 @@ def test_each_format_lists_the_think_markers_first_and_no_marker_twice(name: str
     markers = OUTPUT_FORMATS[name].markers
     assert markers[:2] == (THINK_OPEN, THINK_CLOSE)
     assert len(set(markers)) == len(markers)
+
+
+@pytest.mark.parametrize("name", [name for name in FAMILIES if name != "default"])
+def test_every_marker_a_parser_looks_for_is_one_of_its_family_special_tokens(name: str) -> None:
+    """Parsers find boundaries by the id of each marker, so the family must declare it atomic (`default`
+    declares none: its checkpoint's tokenizer decides, and a marker it splits falls back to text)."""
+    family = FAMILIES[name]
+    undeclared = [m for m in get_output_format(family.output_format).markers if m not in family.special_tokens]
+    assert not undeclared, f"{name}: parser {family.output_format!r} looks for {undeclared}, not in special_tokens"

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.parsing.cases import TOOLS, assistant_messages, case_names, get_case, render_completion
-from tito.parsing import parse_completion
 
 sglang = pytest.importorskip("llm_router_utils.sglang.srt.function_call.function_call_parser")
 protocol = pytest.importorskip("llm_router_utils.sglang.srt.entrypoints.openai.protocol")
@@ -48,7 +47,7 @@ def test_tito_and_sglang_read_the_same_calls_and_content(name: str) -> None:
     @given(assistant_messages(case))
     def agree(message: dict) -> None:
         completion = render_completion(case, message)
-        ours = parse_completion(case.family, case.tokenizer, completion.completion_ids, completion.prompt_ids, TOOLS)
+        ours = case.tito.parse_completion(completion.completion_ids, completion.prompt_ids, TOOLS)
         after_reasoning = completion.text.split("</think>", 1)[1]
         for stop in case.family.stop_tokens:
             after_reasoning = after_reasoning.replace(stop, "")

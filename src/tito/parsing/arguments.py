@@ -8,9 +8,10 @@ json.dumps. Imports nothing from tito.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,15 +84,15 @@ def _skip_whitespace(text: str, position: int) -> int:
     return match.end() if match else position
 
 
-def json_object_text(text: str) -> str:
-    """`text` itself when it is one JSON object; raises ArgumentError otherwise (no re-serialisation)."""
+def json_object(text: str) -> dict[str, Any]:
+    """The JSON object `text` spells; raises ArgumentError when it is not one (the caller keeps the text)."""
     try:
         value = json.loads(text)
     except ValueError as exc:
         raise ArgumentError(f"arguments are not JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise ArgumentError(f"arguments are JSON {_JSON_TYPES.get(type(value), 'value')}, not an object")
-    return text
+    return value
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class ToolIndex:
     """Tool name -> its parameters' `properties`; None when the request sent no tools (names unchecked)."""
 
     @classmethod
-    def of(cls, tools: list[ToolSchema] | tuple[ToolSchema, ...] | None) -> ToolIndex:
+    def of(cls, tools: Sequence[ToolSchema] | None) -> ToolIndex:
         if tools is None:
             return cls(None)
         index: dict[str, Mapping[str, Any]] = {}
@@ -125,15 +126,45 @@ class ToolIndex:
         return schema if isinstance(schema, Mapping) else None
 
 
+_STRING = frozenset({"string"})
+_TYPE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("integer", re.compile(r"u?int(eger)?\d*|long|short|bigint|smallint|tinyint|byte")),
+    ("number", re.compile(r"number|numeric|float\d*|double|decimal|real")),
+    ("boolean", re.compile(r"bool(ean)?")),
+    ("object", re.compile(r"object|dict(ionary)?|map(ping)?|struct|record|hash")),
+    ("array", re.compile(r"array|list|tuple|set|sequence")),
+    ("string", re.compile(r"string|str|text|char|varchar")),
+    ("null", re.compile(r"null|none|nil")),
+)
+"""Type names real schemas use (`float`, `String`, `dict`, `int32`...) by what they mean, case-insensitive."""
+
+
+@functools.lru_cache(maxsize=256)
+def json_type_name(name: str) -> str | None:
+    """The JSON Schema type a schema's type name means; None for `any` and names of no known meaning."""
+    word = name.strip().lower()
+    return next((json_type for json_type, pattern in _TYPE_WORDS if pattern.fullmatch(word)), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _types_named(name: str) -> frozenset[str]:
+    json_type = json_type_name(name)
+    return frozenset() if json_type is None else frozenset({json_type})
+
+
 def declared_types(schema: Mapping[str, Any] | None) -> frozenset[str]:
-    """The JSON types a parameter schema allows (`type`, a list of types, or anyOf/oneOf options); empty = any."""
+    """The JSON types a parameter schema allows (`type`, a list of types, or anyOf/oneOf options); empty = any.
+
+    Type names are read by meaning (json_type_name); one name of no known meaning makes the value unconstrained.
+    """
     if not schema:
         return frozenset()
     declared = schema.get("type")
     if isinstance(declared, str):
-        return frozenset({declared})
+        return _types_named(declared)
     if isinstance(declared, list):
-        return frozenset(t for t in declared if isinstance(t, str))
+        types = [json_type_name(name) if isinstance(name, str) else None for name in declared]
+        return frozenset() if None in types else frozenset(t for t in types if t is not None)
     options = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(options, list):
         found: set[str] = set()
@@ -149,17 +180,26 @@ def declared_types(schema: Mapping[str, Any] | None) -> frozenset[str]:
     return frozenset()
 
 
-def typed_value(text: str, schema: Mapping[str, Any] | None) -> Any:
+@dataclass(frozen=True)
+class TypedValue:
+    """A parameter's value and, when it does not fit its declared type, why (the value is kept as written)."""
+
+    value: Any
+    mismatch: str = ""
+
+
+def typed_value(text: str, schema: Mapping[str, Any] | None) -> TypedValue:
     """A parameter's text as the value its schema declares.
 
     A string parameter keeps its text verbatim (`true` stays "true"); other types parse as JSON
-    (Python's True/False/None accepted, as some official templates write them). Without a schema the
-    text is JSON when it parses and a string otherwise. Raises ArgumentError when a non-string type
-    is declared and the text is not JSON of it.
+    (Python's True/False/None accepted, as some official templates write them). Without a schema, or with
+    a type of no known meaning, the text is JSON when it parses and a string otherwise. A value that does
+    not fit its declared type is kept as the model wrote it (JSON when it parses, else the text), with the
+    mismatch recorded: a schema mismatch never drops a well-formed call.
     """
     types = declared_types(schema)
-    if types == {"string"}:
-        return text
+    if types == _STRING:
+        return TypedValue(text)
     stripped = text.strip()
     try:
         value = json.loads(stripped)
@@ -167,14 +207,29 @@ def typed_value(text: str, schema: Mapping[str, Any] | None) -> Any:
         if stripped in _PYTHON_LITERALS:
             value = _PYTHON_LITERALS[stripped]
         elif not types or "string" in types:
-            return text
+            return TypedValue(text)
         else:
-            raise ArgumentError(f"declared {'/'.join(sorted(types))} but the text is not JSON: {_clip(text)}") from None
+            return TypedValue(text, f"declared {'/'.join(sorted(types))} but the text is not JSON: {_clip(text)}")
     if types and not _fits(value, types):
         if "string" in types:
-            return text
-        raise ArgumentError(f"declared {'/'.join(sorted(types))} but the value is {_JSON_TYPES[type(value)]}")
-    return value
+            return TypedValue(text)
+        return TypedValue(value, f"declared {'/'.join(sorted(types))} but the value is {_JSON_TYPES[type(value)]}")
+    return TypedValue(value)
+
+
+def type_mismatch(value: Any, schema: Mapping[str, Any] | None) -> str:
+    """Why `value` does not fit the types `schema` declares ("" when it does, or when nothing is declared)."""
+    types = declared_types(schema)
+    if types and not _fits(value, types):
+        return f"declared {'/'.join(sorted(types))} but the value is {_JSON_TYPES[type(value)]}"
+    return ""
+
+
+def schema_mismatches(arguments: Mapping[str, Any], tools: ToolIndex, name: str) -> str:
+    """Why JSON arguments do not fit the tool's declared parameter types ("" when they do): the same check
+    parameter formats make while typing, so a call gets the same status in every family."""
+    problems = ((key, type_mismatch(value, tools.parameter_schema(name, key))) for key, value in arguments.items())
+    return "; ".join(f"parameter {key!r}: {problem}" for key, problem in problems if problem)
 
 
 def _fits(value: Any, types: frozenset[str]) -> bool:

@@ -9,7 +9,7 @@ sentinel.
 from __future__ import annotations
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
 from tito.parsing.invoke import InvokeGrammar
 
 DSML = "｜DSML｜"
@@ -21,6 +21,7 @@ class DeepSeekDsml(OutputFormat):
     markers = (THINK_OPEN, THINK_CLOSE, DSML)
     reasoning_strip = ""
     content_strip = ""
+    call_end_text = "invoke>"
 
     def __init__(self) -> None:
         super().__init__()
@@ -28,6 +29,15 @@ class DeepSeekDsml(OutputFormat):
         self.grammar = InvokeGrammar(dsml)
         self.block_open = f"<{dsml}{self.block}>"
         self.block_close = f"</{dsml}{self.block}>"
+
+    @property
+    def openers(self) -> tuple[str, ...]:
+        return (self.block_open,)
+
+    def may_decide(self, body: str, appended: int) -> bool:
+        """`｜DSML｜` starts every tag: only the text closing an invoke decides a call."""
+        end = self.call_end_text
+        return end in body[len(body) - appended - len(end) + 1 :]
 
     def parse_body(self, text: str, tools: ToolIndex) -> Body:
         start = text.find(self.block_open)

@@ -7,8 +7,11 @@ arguments are found by id; whitespace between tags (GLM-4.5 wrote newlines) is t
 
 from __future__ import annotations
 
-from tito.parsing.arguments import ArgumentError, ToolIndex, dump_arguments, typed_value
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat, unknown_tool
+from collections.abc import Iterator
+
+from tito.parsing.arguments import ArgumentError, ToolIndex
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat
+from tito.parsing.parameters import Parameter, parameter_call
 from tito.parsing.qwen import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from tito.parsing.result import CallStatus
 
@@ -38,29 +41,20 @@ class Glm47(OutputFormat):
     def parse_call(self, inner: str, closed: bool, tools: ToolIndex) -> Attempt:
         if not closed:
             return Attempt(CallStatus.UNCLOSED, inner, detail="no </tool_call> before the completion ended")
-        key_open, key_close = self.mark(ARG_KEY_OPEN), self.mark(ARG_KEY_CLOSE)
-        value_open, value_close = self.mark(ARG_VALUE_OPEN), self.mark(ARG_VALUE_CLOSE)
+        key_open = self.mark(ARG_KEY_OPEN)
         head, _, rest = inner.partition(key_open)
         name = head.strip()
         if not name:
             return Attempt(CallStatus.MISSING_NAME, inner, detail="no function name after <tool_call>")
-        if not tools.knows(name):
-            return unknown_tool(inner, name)
-        arguments: dict[str, object] = {}
         pairs = rest.split(key_open) if key_open in inner else []
+        return parameter_call(inner, name, self._parameters(pairs), tools)
+
+    def _parameters(self, pairs: list[str]) -> Iterator[Parameter]:
+        key_close, value_open, value_close = (self.mark(m) for m in (ARG_KEY_CLOSE, ARG_VALUE_OPEN, ARG_VALUE_CLOSE))
         for pair in pairs:
             key, found_key, after_key = pair.partition(key_close)
             between, found_value, after_value = after_key.partition(value_open)
             value, found_end, tail = after_value.partition(value_close)
             if not (found_key and found_value and found_end) or between.strip() or tail.strip():
-                return Attempt(
-                    CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=f"malformed argument pair: {pair[:60]!r}"
-                )
-            key = key.strip()
-            if key in arguments:
-                return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=f"argument {key!r} given twice")
-            try:
-                arguments[key] = typed_value(value, tools.parameter_schema(name, key))
-            except ArgumentError as exc:
-                return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=f"argument {key!r}: {exc}")
-        return Attempt(CallStatus.OK, inner, name=name, arguments=dump_arguments(arguments))
+                raise ArgumentError(f"malformed argument pair: {pair[:60]!r}")
+            yield Parameter(key.strip(), value)

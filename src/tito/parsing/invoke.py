@@ -7,11 +7,12 @@ to every parameter, which then decides the type instead of the schema.
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Iterator
 
-from tito.parsing.arguments import ArgumentError, ToolIndex, dump_arguments, typed_value
-from tito.parsing.base import Attempt, unknown_tool
+from tito.parsing.arguments import ArgumentError, ToolIndex
+from tito.parsing.grammar import Attempt
+from tito.parsing.parameters import Parameter, parameter_call
 from tito.parsing.result import CallStatus
 
 
@@ -51,34 +52,16 @@ class InvokeGrammar:
         name = (name or "").strip()
         if not name:
             return Attempt(CallStatus.MISSING_NAME, raw, detail="the invoke has no name")
-        if not tools.knows(name):
-            return unknown_tool(raw, name)
-        arguments: dict[str, object] = {}
+        return parameter_call(raw, name, self._parameters(body), tools)
+
+    def _parameters(self, body: str) -> Iterator[Parameter]:
         position = 0
         while body[position:].strip():
             parameter = self.parameter.match(body, position)
             if parameter is None:
-                return Attempt(
-                    CallStatus.INVALID_ARGUMENTS, raw, name=name, detail=f"unexpected text: {body[position:][:60]!r}"
-                )
-            key, is_string, value = parameter.group(2).strip(), parameter.group(3), parameter.group(4)
-            if key in arguments:
-                return Attempt(CallStatus.INVALID_ARGUMENTS, raw, name=name, detail=f"parameter {key!r} given twice")
-            try:
-                if is_string == "true":
-                    arguments[key] = value
-                elif is_string == "false":
-                    arguments[key] = _json_value(value)
-                else:
-                    arguments[key] = typed_value(value, tools.parameter_schema(name, key))
-            except ArgumentError as exc:
-                return Attempt(CallStatus.INVALID_ARGUMENTS, raw, name=name, detail=f"parameter {key!r}: {exc}")
+                raise ArgumentError(f"unexpected text: {body[position:][:60]!r}")
+            is_string = parameter.group(3)
+            yield Parameter(
+                parameter.group(2).strip(), parameter.group(4), None if is_string is None else is_string == "true"
+            )
             position = parameter.end()
-        return Attempt(CallStatus.OK, raw, name=name, arguments=dump_arguments(arguments))
-
-
-def _json_value(text: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ArgumentError(f'string="false" but the text is not JSON: {exc}') from exc

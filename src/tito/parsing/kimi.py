@@ -9,9 +9,10 @@ the template renders it back.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from tito.parsing.arguments import ArgumentError, ToolIndex, json_object_text
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat, unknown_tool
+from tito.parsing.arguments import ArgumentError, ToolIndex, json_object
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat, json_call, unknown_tool
 from tito.parsing.result import CallStatus
 
 SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -53,7 +54,7 @@ class Kimi(OutputFormat):
         if not tools.knows(name):
             return unknown_tool(inner, name)
         try:
-            json_object_text(arguments)
+            values = json_object(arguments)
         except ArgumentError as exc:
             return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=str(exc))
-        return Attempt(CallStatus.OK, inner, name=name, arguments=arguments, call_id=call_id)
+        return replace(json_call(inner, name, arguments, values, tools), call_id=call_id)

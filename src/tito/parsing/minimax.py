@@ -8,7 +8,7 @@ Evidence: minimax-m2.5.jinja writes `<think>\\nR\\n</think>\\n\\n` + content + `
 from __future__ import annotations
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Body, OutputFormat
 from tito.parsing.invoke import InvokeGrammar
 
 SECTION_OPEN, SECTION_CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
@@ -19,6 +19,7 @@ class MiniMax(OutputFormat):
     markers = (THINK_OPEN, THINK_CLOSE, SECTION_OPEN, SECTION_CLOSE)
     reasoning_strip = "\n"
     content_strip = "\n"
+    call_end_text = "invoke>"
 
     def __init__(self) -> None:
         super().__init__()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.base import Body, OutputFormat
+from tito.parsing.grammar import Body, OutputFormat
 
 
 class Plain(OutputFormat):

@@ -8,9 +8,11 @@ calls are found by id; the inner `<function=...>`/`<parameter=...>` tags are ord
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from tito.parsing.arguments import ArgumentError, ToolIndex, dump_arguments, object_member_spans, typed_value
-from tito.parsing.base import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat, unknown_tool
+from tito.parsing.arguments import ArgumentError, ToolIndex, object_member_spans
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputFormat, json_call, unknown_tool
+from tito.parsing.parameters import Parameter, parameter_call
 from tito.parsing.result import CallStatus
 
 TOOL_CALL_OPEN = "<tool_call>"
@@ -58,7 +60,7 @@ class QwenJson(OutputFormat):
         value, start, end = arguments_member
         if not isinstance(value, dict):
             return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail='"arguments" is not a JSON object')
-        return Attempt(CallStatus.OK, inner, name=name, arguments=inner[start:end])
+        return json_call(inner, name, inner[start:end], value, tools)
 
 
 _NAME_IN_BROKEN_JSON = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)+)"')
@@ -94,22 +96,14 @@ def parse_xml_call(inner: str, closed: bool, tools: ToolIndex) -> Attempt:
     name = match.group(1).strip() if match else ""
     if not match or not name:
         return Attempt(CallStatus.MISSING_NAME, inner, detail="no <function=NAME> in the call")
-    if not tools.knows(name):
-        return unknown_tool(inner, name)
-    body = match.group(2)
-    arguments: dict[str, object] = {}
+    return parameter_call(inner, name, _xml_parameters(match.group(2)), tools)
+
+
+def _xml_parameters(body: str) -> Iterator[Parameter]:
     position = len(body) - len(body.lstrip())
     while position < len(body):
         parameter = _PARAMETER.match(body, position)
         if parameter is None:
-            detail = f"unexpected text in the call: {body[position:][:60]!r}"
-            return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=detail)
-        key = parameter.group(1).strip()
-        if key in arguments:
-            return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=f"parameter {key!r} given twice")
-        try:
-            arguments[key] = typed_value(parameter.group(2), tools.parameter_schema(name, key))
-        except ArgumentError as exc:
-            return Attempt(CallStatus.INVALID_ARGUMENTS, inner, name=name, detail=f"parameter {key!r}: {exc}")
+            raise ArgumentError(f"unexpected text in the call: {body[position:][:60]!r}")
+        yield Parameter(parameter.group(1).strip(), parameter.group(2))
         position = parameter.end()
-    return Attempt(CallStatus.OK, inner, name=name, arguments=dump_arguments(arguments))

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from tito.errors import ConfigurationError
-from tito.parsing.base import OutputFormat
 from tito.parsing.deepseek import DeepSeekDsml, DeepSeekV32Dsml
 from tito.parsing.glm import Glm47
+from tito.parsing.grammar import OutputFormat
 from tito.parsing.kimi import Kimi
 from tito.parsing.minimax import MiniMax
 from tito.parsing.plain import Plain

@@ -18,18 +18,27 @@ ToolSchema = Mapping[str, Any]
 
 
 class CallStatus(enum.Enum):
-    """How one tool-call attempt in the completion parsed. Only OK calls enter `message["tool_calls"]`."""
+    """How one tool-call attempt in the completion parsed. OK and SCHEMA_MISMATCH calls enter
+    `message["tool_calls"]` (`is_call`); the others stay out, with their text kept on the attempt."""
 
     OK = "ok"
+    SCHEMA_MISMATCH = "schema_mismatch"
+    """A well-formed call whose values do not all fit the declared parameter types: kept in the message with
+    the values as the model wrote them, the mismatch in `detail`. Checked the same way in every family."""
     INVALID_ARGUMENTS = "invalid_arguments"
     """The call is closed and named, but its arguments are not a JSON object (JSON formats) or a parameter
-    is malformed or not of its schema type (parameter formats)."""
+    is malformed (parameter formats)."""
     UNCLOSED = "unclosed"
     """The call opened and the completion ended before it closed (usually cut by length)."""
     UNKNOWN_TOOL = "unknown_tool"
     """The name is not among the request's tools (checked only when the request sent tools)."""
     MISSING_NAME = "missing_name"
     """No function name could be read from the call."""
+
+    @property
+    def is_call(self) -> bool:
+        """Whether the attempt enters the message's `tool_calls`."""
+        return self in (CallStatus.OK, CallStatus.SCHEMA_MISMATCH)
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,7 @@ class ToolCallAttempt:
     detail: str = ""
     """Why the status is not OK, in words."""
     call_id: str | None = None
-    """The id written by the model (Kimi), else the id tito assigned (OK calls only)."""
+    """The id written by the model (Kimi), else the id tito derived from the call (calls in the message only)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +65,12 @@ class ParseResult:
 
     message: AssistantMessage
     finish_reason: FinishReason
-    tool_calls: tuple[ToolCallAttempt, ...]
-    """Every attempt with its status; `message["tool_calls"]` holds the OK ones, in the same order."""
+    attempts: tuple[ToolCallAttempt, ...]
+    """Every tool-call attempt with its status; `message["tool_calls"]` holds those that are calls, in order."""
     reasoning_closed: bool | None = None
     """None when there was no reasoning block; False when it was still open at the end (cut by length)."""
 
     @property
     def failed_calls(self) -> tuple[ToolCallAttempt, ...]:
-        return tuple(attempt for attempt in self.tool_calls if attempt.status is not CallStatus.OK)
+        """Attempts that are not in the message."""
+        return tuple(attempt for attempt in self.attempts if not attempt.status.is_call)

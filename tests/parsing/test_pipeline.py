@@ -1,10 +1,10 @@
-"""The shared pipeline: ids resolved once per tokenizer, boundaries by id, text fallback, reasoning state."""
+"""The shared pipeline: boundaries by id, text fallback, stop tokens, reasoning state."""
 
 from __future__ import annotations
 
 from tests.parsing.cases import TOOLS, get_case
 from tito.families import get_family
-from tito.parsing import CallStatus, get_completion_parser, parse_completion
+from tito.parsing import CallStatus, build_completion_parser
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -15,19 +15,12 @@ _DSML_CALL = (
 )
 
 
-def test_a_parser_is_built_once_per_tokenizer_and_family_format(qwen3_tokenizer: LocalTokenizer) -> None:
-    family = get_family("qwen3")
-    parser = get_completion_parser(family, qwen3_tokenizer)
-    assert get_completion_parser(family, qwen3_tokenizer) is parser
-    assert get_completion_parser(get_family("qwen35"), qwen3_tokenizer) is not parser  # another format
-
-
 def test_markers_the_tokenizer_does_not_keep_atomic_fall_back_to_text(qwen3_tokenizer: LocalTokenizer) -> None:
     family = get_family("deepseekv4")  # `｜DSML｜` is ordinary text in the Qwen3 vocabulary
-    parser = get_completion_parser(family, qwen3_tokenizer)
-    assert "｜DSML｜" in dict(parser.text_markers)
+    parser = build_completion_parser(family, qwen3_tokenizer)
+    assert "｜DSML｜" in dict(parser.scanner.text_markers)
     ids = qwen3_tokenizer.encode("Hmm.</think>" + _DSML_CALL + "<｜end▁of▁sentence｜>")
-    result = parse_completion(family, qwen3_tokenizer, ids, tools=TOOLS)
+    result = parser.parse(ids, tools=TOOLS)
     assert result.message["content"] == "Sure."
     assert [call["function"]["arguments"] for call in result.message["tool_calls"]] == ['{"city": "Paris", "days": 3}']
     assert result.finish_reason == "tool_calls"  # the stop token is text here too, found as text
@@ -37,9 +30,9 @@ def test_a_noncharacter_written_by_the_model_never_poses_as_a_marker(qwen3_token
     family = get_family("qwen3")
     sentinels = "".join(chr(0xFDD0 + k) for k in range(4))
     ids = qwen3_tokenizer.encode(f"<think>\nr\n</think>\n\nodd {sentinels} text<|im_end|>")
-    result = parse_completion(family, qwen3_tokenizer, ids, tools=TOOLS)
+    result = build_completion_parser(family, qwen3_tokenizer).parse(ids, tools=TOOLS)
     assert result.message["content"] == "odd \ufffd\ufffd\ufffd\ufffd text"
-    assert result.tool_calls == ()
+    assert result.attempts == ()
 
 
 def test_whether_the_prompt_opened_reasoning_is_read_from_its_last_ids(qwen35_tokenizer: LocalTokenizer) -> None:
@@ -49,50 +42,50 @@ def test_whether_the_prompt_opened_reasoning_is_read_from_its_last_ids(qwen35_to
     for thinking, has_reasoning in ((True, True), (False, False)):
         tito = get_tito_tokenizer(qwen35_tokenizer, "qwen35", chat_template_kwargs={"enable_thinking": thinking})
         prompt_ids = qwen35_tokenizer.encode(tito.render(user, add_generation_prompt=True))
-        result = parse_completion(family, qwen35_tokenizer, completion, prompt_ids)
+        result = build_completion_parser(family, qwen35_tokenizer).parse(completion, prompt_ids)
         assert ("reasoning_content" in result.message) is has_reasoning
         assert result.message.get("reasoning_content", result.message["content"]) == "Hello."
 
 
 def test_a_generation_that_ran_past_a_stop_token_ends_at_the_first(qwen3_tokenizer: LocalTokenizer) -> None:
     ids = qwen3_tokenizer.encode("<think>\nr\n</think>\n\nfirst<|im_end|>second<|im_end|>")
-    result = parse_completion(get_family("qwen3"), qwen3_tokenizer, ids)
+    result = build_completion_parser(get_family("qwen3"), qwen3_tokenizer).parse(ids)
     assert (result.message["content"], result.finish_reason) == ("first", "stop")
 
 
 def test_the_default_family_splits_reasoning_and_stops_on_the_tokenizer_eos(qwen3_tokenizer: LocalTokenizer) -> None:
     family = get_family("default")
     ids = qwen3_tokenizer.encode("<think>\nweigh it\n</think>\n\nAnswer: <tool_call> is text here<|im_end|>")
-    result = parse_completion(family, qwen3_tokenizer, ids, tools=TOOLS)
+    result = build_completion_parser(family, qwen3_tokenizer).parse(ids, tools=TOOLS)
     assert result.message == {
         "role": "assistant",
         "content": "Answer: <tool_call> is text here",
         "reasoning_content": "weigh it",
     }
     assert result.finish_reason == "stop"
-    assert parse_completion(family, qwen3_tokenizer, ids[:-1]).finish_reason == "length"
+    assert build_completion_parser(family, qwen3_tokenizer).parse(ids[:-1]).finish_reason == "length"
 
 
 def test_a_call_inside_unclosed_reasoning_is_not_a_call() -> None:
     case = get_case("qwen35")
     text = "maybe <tool_call>\n<function=search>\n</function>\n</tool_call> later"
     prompt_ids = case.tokenizer.encode(case.render([{"role": "user", "content": "q"}], None, True))
-    result = parse_completion(case.family, case.tokenizer, case.tokenizer.encode(text), prompt_ids, TOOLS)
+    result = case.tito.parse_completion(case.tokenizer.encode(text), prompt_ids, TOOLS)
     assert result.message == {"role": "assistant", "content": "", "reasoning_content": text}
-    assert result.tool_calls == () and result.finish_reason == "length"
+    assert result.attempts == () and result.finish_reason == "length"
 
 
 def test_failed_calls_stay_out_of_the_message_but_keep_their_text() -> None:
     case = get_case("qwen3")
     text = '<think>\nr\n</think>\n\n<tool_call>\n{"name": "search", "arguments": {"query": }\n</tool_call><|im_end|>'
-    result = parse_completion(case.family, case.tokenizer, case.tokenizer.encode(text), None, TOOLS)
+    result = case.tito.parse_completion(case.tokenizer.encode(text), None, TOOLS)
     assert "tool_calls" not in result.message and result.finish_reason == "stop"
     (attempt,) = result.failed_calls
     assert attempt.status is CallStatus.INVALID_ARGUMENTS and '"query": }' in attempt.raw and attempt.name == "search"
 
 
 def test_long_completions_find_markers_and_stops_as_short_ones_do(qwen3_tokenizer: LocalTokenizer) -> None:
-    from tito.parsing import base
+    from tito.parsing import markers
 
     family = get_family("qwen3")
     spelled = [t for char in "<tool_call>" for t in qwen3_tokenizer.encode(char)]
@@ -101,17 +94,17 @@ def test_long_completions_find_markers_and_stops_as_short_ones_do(qwen3_tokenize
         '.\n<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call><|im_end|>ignored<|im_end|>'
     )
     ids = head + spelled + tail
-    assert len(ids) > base._SCAN_LIMIT
-    result = parse_completion(family, qwen3_tokenizer, ids, tools=TOOLS)
+    assert len(ids) > markers._SCAN_LIMIT
+    result = build_completion_parser(family, qwen3_tokenizer).parse(ids, tools=TOOLS)
     assert result.message["content"] == "See <tool_call>."
     assert result.message["reasoning_content"] == ("step by step. " * 1500).strip("\n")
     assert [c["function"]["arguments"] for c in result.message["tool_calls"]] == ['{"query": "x"}']
     assert result.finish_reason == "tool_calls"
-    assert parse_completion(family, qwen3_tokenizer, ids[: len(head) + 5]).finish_reason == "length"
+    assert build_completion_parser(family, qwen3_tokenizer).parse(ids[: len(head) + 5]).finish_reason == "length"
 
 
 def test_a_marker_that_can_overlap_itself_is_counted_with_its_overlaps() -> None:
-    from tito.parsing.base import _occurrence_counter
+    from tito.parsing.markers import _occurrence_counter
 
     count = _occurrence_counter("｜DSML｜")
     assert count("a｜DSML｜b｜DSML｜") == 2

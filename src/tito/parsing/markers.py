@@ -1,0 +1,322 @@
+"""Marker scanning: sampled ids -> marked text, whole or as the ids arrive.
+
+Boundaries are found by token id. For a tokenizer, a marker that encodes to one id is *atomic*, and only
+that id counts as the marker: a literal `<tool_call>` the model spelled with ordinary text tokens decodes
+as text and stays content. Each marker id becomes its format's sentinel character. The completion is
+decoded once when every occurrence of a marker's text comes from a marker id (the usual case), else run
+by run between marker ids. A marker the tokenizer does not keep atomic falls back to text: its spelling is
+replaced by the sentinel. Stop tokens end the completion the same way (by id, or by text when not atomic).
+
+`MarkedTextStream` produces the same text from ids fed in chunks, releasing only text no later id can
+change: no incomplete UTF-8 character, no possible prefix of a text marker or stop text.
+
+Imports tito.parsing.grammar and the Tokenizer protocol only.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from array import array
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+
+from tito.parsing.grammar import SENTINEL_FIRST, SENTINEL_RE, THINK_CLOSE, THINK_OPEN, OutputFormat
+from tito.tokenizer_loading import Tokenizer
+
+_SCAN_LIMIT = 4096
+"""Up to this many ids, set intersection + list.index find markers fastest; beyond, bytes.find over packed ids."""
+_REPLACEMENT = "\ufffd"
+_MAX_CHARACTER_TOKENS = 3
+"""An incomplete UTF-8 character spans at most 3 bytes, so at most 3 trailing tokens."""
+
+
+def _pack(ids: list[int]) -> bytes:
+    """Ids as big-endian 32-bit integers: the low byte last, so bytes.find's last-byte skip rarely stalls
+    (little-endian ids of a 150k vocabulary all end in 0x00 or 0x01)."""
+    packed = array("i", ids)
+    if sys.byteorder == "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _find_aligned(packed: bytes, needle: bytes, start: int) -> int:
+    """The index of the first whole 32-bit id equal to `needle` in packed[start:], or -1."""
+    found = packed.find(needle, start)
+    while found >= 0 and found % 4:
+        found = packed.find(needle, found + 1)
+    return found // 4 if found >= 0 else -1
+
+
+def _occurrence_counter(marker: str) -> Callable[[str], int]:
+    """Counts every occurrence of `marker`, overlapping ones too when the marker can overlap itself
+    (`｜DSML｜`): an extra, overlapping spelled copy must not pass for a real one."""
+    overlaps = tuple(marker + marker[k:] for k in range(1, len(marker)) if marker[:k] == marker[-k:])
+    if not overlaps:
+        return lambda text: text.count(marker)
+    pattern = re.compile(f"(?={re.escape(marker)})")
+
+    def count(text: str) -> int:
+        if any(overlap in text for overlap in overlaps):
+            return sum(1 for _ in pattern.finditer(text))
+        return text.count(marker)
+
+    return count
+
+
+def _atomic_id(tokenizer: Tokenizer, marker: str) -> int | None:
+    """The marker's single id when the tokenizer keeps it atomic, else None (text fallback)."""
+    ids = tokenizer.encode(marker, add_special_tokens=False)
+    if len(ids) == 1 and tokenizer.decode(ids, skip_special_tokens=False) == marker:
+        return int(ids[0])
+    return None
+
+
+def eos_tokens(tokenizer: Tokenizer) -> list[str]:
+    """The tokenizer's own end-of-sequence token(s): the stop tokens of a family that declares none."""
+    found: list[str] = []
+    eos = getattr(tokenizer, "eos_token", None)
+    if isinstance(eos, str):
+        found.append(eos)
+    special_map = getattr(tokenizer, "special_tokens_map", None)
+    if isinstance(special_map, Mapping) and isinstance(special_map.get("eos_token"), str):
+        found.append(special_map["eos_token"])
+    return found
+
+
+def held_prefix_length(text: str, spellings: Sequence[str]) -> int:
+    """The length of the longest suffix of `text` that is a proper prefix of one of `spellings`."""
+    longest = 0
+    for spelling in spellings:
+        for size in range(min(len(spelling) - 1, len(text)), longest, -1):
+            if text.endswith(spelling[:size]):
+                longest = size
+                break
+    return longest
+
+
+def neutralized(text: str) -> str:
+    """Decoded text with each noncharacter a model wrote replaced: only marker ids become sentinels."""
+    if not text.isascii() and SENTINEL_RE.search(text):
+        return SENTINEL_RE.sub(_REPLACEMENT, text)
+    return text
+
+
+class MarkerScanner:
+    """One format's markers and stop tokens resolved to ids for one tokenizer, once."""
+
+    def __init__(self, output_format: OutputFormat, tokenizer: Tokenizer, stop_tokens: Sequence[str]) -> None:
+        self.format = output_format
+        self.tokenizer = tokenizer
+        self.marker_ids: dict[int, str] = {}
+        self.text_markers: list[tuple[str, str]] = []
+        for marker, sentinel in output_format.sentinels.items():
+            marker_id = _atomic_id(tokenizer, marker)
+            if marker_id is None:
+                self.text_markers.append((marker, sentinel))
+            else:
+                self.marker_ids[marker_id] = sentinel
+        self.marker_needles = [(marker_id, _pack([marker_id])) for marker_id in self.marker_ids]
+        self.marker_texts = {
+            marker_id: output_format.markers[ord(sentinel) - SENTINEL_FIRST]
+            for marker_id, sentinel in self.marker_ids.items()
+        }
+        self.marker_counters = {marker_id: _occurrence_counter(text) for marker_id, text in self.marker_texts.items()}
+        stop_ids: set[int] = set()
+        self.stop_texts: list[str] = []
+        for stop in dict.fromkeys(stop_tokens):
+            stop_id = _atomic_id(tokenizer, stop)
+            if stop_id is None:
+                self.stop_texts.append(stop)
+            else:
+                stop_ids.add(stop_id)
+        self.stop_ids = frozenset(stop_ids)
+        self.marker_id_set = frozenset(self.marker_ids)
+        self.held_spellings = tuple(marker for marker, _ in self.text_markers) + tuple(self.stop_texts)
+        """Texts a run's tail may be the start of: held back while streaming until decided."""
+        self._blank_ids: dict[int, bool] = {}
+        self.think_open_id = _atomic_id(tokenizer, THINK_OPEN) if THINK_OPEN in output_format.markers else None
+        self.think_close_id = _atomic_id(tokenizer, THINK_CLOSE) if THINK_CLOSE in output_format.markers else None
+
+    def _stop_position(self, ids: list[int]) -> int | None:
+        """Where the first stop id is, if any (engines stop there; anything after it is not the turn's)."""
+        first: int | None = None
+        for stop_id in self.stop_ids:
+            try:
+                first = ids.index(stop_id, 0, len(ids) if first is None else first)
+            except ValueError:
+                continue
+        return first
+
+    def _positions(self, ids: list[int]) -> list[tuple[int, int]]:
+        """Every marker id's position, in order."""
+        if len(ids) <= _SCAN_LIMIT:  # a set intersection, then list.index for the few ids present
+            hits: list[tuple[int, int]] = []
+            for token in self.marker_id_set.intersection(ids):
+                found = ids.index(token)
+                while True:
+                    hits.append((found, token))
+                    try:
+                        found = ids.index(token, found + 1)
+                    except ValueError:
+                        break
+            hits.sort()
+            return hits
+        # Long completions: one C-speed bytes.find pass per marker id over the packed ids.
+        packed = _pack(ids)
+        positions: list[tuple[int, int]] = []
+        for marker_id, needle in self.marker_needles:
+            found = _find_aligned(packed, needle, 0)
+            while found >= 0:
+                positions.append((found, marker_id))
+                found = _find_aligned(packed, needle, (found + 1) * 4)
+        positions.sort()
+        return positions
+
+    def clean(self, text: str) -> str:
+        """Decoded text with noncharacters neutralised and non-atomic markers turned into sentinels."""
+        return self.mark_text_markers(neutralized(text))
+
+    def mark_text_markers(self, text: str) -> str:
+        """Each spelling of a marker the tokenizer does not keep atomic replaced by its sentinel."""
+        for marker, sentinel in self.text_markers:
+            if marker in text:
+                text = text.replace(marker, sentinel)
+        return text
+
+    def cut_at_stop_text(self, text: str) -> tuple[str, bool]:
+        """`text` up to the earliest stop token written as text (a stop the tokenizer keeps no id for)."""
+        cuts = [cut for cut in (text.find(stop) for stop in self.stop_texts) if cut >= 0]
+        return (text[: min(cuts)], True) if cuts else (text, False)
+
+    def marked_text(self, ids: list[int]) -> tuple[str, bool]:
+        """The completion up to its first stop as text, each atomic marker id replaced by its sentinel;
+        and whether a stop ended it.
+
+        Fast path: decode once and replace each marker's text, valid when the text holds exactly as many
+        occurrences of each marker as there are marker ids (no marker spelled with ordinary tokens).
+        Otherwise decode run by run between marker ids, so a spelled marker stays text.
+        """
+        stop_at = self._stop_position(ids)
+        body = ids if stop_at is None else ids[:stop_at]
+        text = self._marked_fast(body)
+        if text is None:
+            text = self._marked_by_runs(body)
+        if self.stop_texts:
+            text, stopped_by_text = self.cut_at_stop_text(text)
+            return text, stopped_by_text or stop_at is not None
+        return text, stop_at is not None
+
+    def _marked_fast(self, body: list[int]) -> str | None:
+        text = self.tokenizer.decode(body, skip_special_tokens=False)
+        id_counts = Counter(body)  # one C pass; list.count per marker would be one pass each
+        present: list[int] = []
+        for marker_id, occurrences in self.marker_counters.items():
+            found = occurrences(text)
+            if found != id_counts.get(marker_id, 0):
+                return None
+            if found:
+                present.append(marker_id)
+        text = self.clean(text)
+        for marker_id in present:
+            text = text.replace(self.marker_texts[marker_id], self.marker_ids[marker_id])
+        return text
+
+    def _marked_by_runs(self, body: list[int]) -> str:
+        pieces: list[str] = []
+        previous = 0
+        for position, marker_id in self._positions(body):
+            if position > previous:
+                pieces.append(self.clean(self.tokenizer.decode(body[previous:position], skip_special_tokens=False)))
+            pieces.append(self.marker_ids[marker_id])
+            previous = position + 1
+        if previous < len(body):
+            pieces.append(self.clean(self.tokenizer.decode(body[previous:], skip_special_tokens=False)))
+        return "".join(pieces)
+
+    def _is_blank(self, token: int) -> bool:
+        blank = self._blank_ids.get(token)
+        if blank is None:
+            blank = self._blank_ids[token] = not self.tokenizer.decode([token], skip_special_tokens=False).strip()
+        return blank
+
+    def prompt_opens_reasoning(self, prompt_ids: Sequence[int]) -> bool:
+        """Whether the generation prompt ends inside a reasoning block (`...<think>` or `...<think>\\n`)."""
+        tail = list(prompt_ids[-4:])
+        if self.think_open_id is not None and self.think_close_id is not None:
+            for token in reversed(tail):
+                if token == self.think_open_id:
+                    return True
+                if token == self.think_close_id or not self._is_blank(token):
+                    return False
+            return False
+        text = self.tokenizer.decode(list(prompt_ids[-8:]), skip_special_tokens=False).rstrip()
+        return text.endswith(THINK_OPEN)
+
+
+class MarkedTextStream:
+    """`MarkerScanner.marked_text` for ids that arrive in chunks: each `feed` returns the marked text it
+    decided, and the pieces add up to the whole completion's marked text."""
+
+    def __init__(self, scanner: MarkerScanner) -> None:
+        self.scanner = scanner
+        self.special = scanner.stop_ids | scanner.marker_id_set
+        self.stopped = False
+        self._run: list[int] = []
+        """Ids of the current text run not yet decoded (an incomplete character at its end)."""
+        self._held = ""
+        """Text of the current run held back (neutralised, text markers marked): a possible prefix of a text
+        marker or stop text."""
+
+    def feed(self, ids: Sequence[int]) -> str:
+        if self.stopped:
+            return ""
+        if self.special.isdisjoint(ids):
+            self._run.extend(ids)
+            return self._release(final=False)
+        pieces: list[str] = []
+        for token in ids:
+            if token in self.scanner.stop_ids:
+                pieces.append(self._release(final=True))
+                self.stopped = True
+                return "".join(pieces)
+            sentinel = self.scanner.marker_ids.get(token)
+            if sentinel is None:
+                self._run.append(token)
+                continue
+            pieces.append(self._release(final=True))
+            if self.stopped:  # a stop text ended the run
+                return "".join(pieces)
+            pieces.append(sentinel)
+        pieces.append(self._release(final=False))
+        return "".join(pieces)
+
+    def finish(self) -> str:
+        """The rest of the text once no id follows."""
+        return "" if self.stopped else self._release(final=True)
+
+    def _release(self, final: bool) -> str:
+        decode = self.scanner.tokenizer.decode
+        run = self._run
+        if run:
+            text = decode(run, skip_special_tokens=False)
+            if final or not text.endswith(_REPLACEMENT):
+                self._held += neutralized(text)
+                run.clear()
+            else:  # keep the tokens of an incomplete character until it completes
+                for keep in range(1, min(_MAX_CHARACTER_TOKENS, len(run) - 1) + 1):
+                    text = decode(run[:-keep], skip_special_tokens=False)
+                    if not text.endswith(_REPLACEMENT):
+                        self._held += neutralized(text)
+                        del run[:-keep]
+                        break
+        held = self._held
+        if not held or not self.scanner.held_spellings:
+            self._held = ""
+            return held
+        held = self.scanner.mark_text_markers(held)
+        if self.scanner.stop_texts:
+            held, self.stopped = self.scanner.cut_at_stop_text(held)
+        hold = 0 if final or self.stopped else held_prefix_length(held, self.scanner.held_spellings)
+        released, self._held = held[: len(held) - hold], held[len(held) - hold :]
+        return released
