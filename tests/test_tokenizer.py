@@ -9,10 +9,11 @@ from tito.errors import (
     AppendOnlyError,
     ConfigurationError,
     JunctionError,
+    PinnedKwargError,
     RoleNotAllowedError,
     TokenMismatchError,
 )
-from tito.families import get_family, list_families
+from tito.families import fixed_families, get_family
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer, load_tokenizer
 
 HISTORY = [
@@ -50,8 +51,9 @@ def test_allowed_roles_never_change_rendered_bytes(qwen3_tokenizer: LocalTokeniz
 
 
 def test_a_kwarg_contradicting_a_pinned_one_is_an_error(qwen3_tokenizer: LocalTokenizer) -> None:
-    with pytest.raises(ConfigurationError, match="clear_thinking=True"):
+    with pytest.raises(PinnedKwargError, match=r"pins clear_thinking=False \(got True\)") as error:
         get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"clear_thinking": True})
+    assert (error.value.kwarg, error.value.pinned, error.value.given) == ("clear_thinking", False, True)
     repeated = get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"clear_thinking": False, "enable_thinking": False})
     assert repeated.template_kwargs == {"clear_thinking": False, "enable_thinking": False}
 
@@ -96,8 +98,9 @@ def test_a_tokenizer_that_does_not_split_at_the_end_of_turn_fails_loudly() -> No
     """Negative control for Invariant 3: a tokenizer that swallows `<|im_end|>\\n` into one token is refused."""
     tokenizer = build_proxy_tokenizer(["<|im_end|>\n"], base="qwen3")
     tt = get_tito_tokenizer(tokenizer, "qwen3")
-    with pytest.raises(TokenMismatchError, match="at token 0 \\(message 3\\)"):
+    with pytest.raises(TokenMismatchError, match=r"at token 0.*message 3") as error:
         tt.tokenize_additional_messages(HISTORY, [*HISTORY, {"role": "user", "content": "x"}])
+    assert (error.value.family, error.value.position) == ("qwen3", 0)
 
 
 def test_a_family_marker_that_is_not_atomic_is_a_configuration_error() -> None:
@@ -126,7 +129,7 @@ def test_turn_cost_does_not_depend_on_the_history(
     assert lengths[0] == lengths[1]
 
 
-@pytest.mark.parametrize("family", [name for name in list_families() if name != "default"])
+@pytest.mark.parametrize("family", fixed_families())
 def test_resolved_template_is_the_one_rendered(family: str) -> None:
     from tito import resolve_fixed_chat_template
 

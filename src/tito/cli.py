@@ -84,12 +84,13 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"{'shape':34} {'thinking':8} {'passed':>7} {'failed':>7} {'skipped':>8}")
     for (group, thinking), counts in table.items():
         print(f"{group:34} {thinking:8} {counts['passed']:7} {counts['failed']:7} {counts['skipped']:8}")
-    if family == "default":
+    if get_family(family).probed:
         from tito.tokenizer import get_tito_tokenizer
 
-        probed = get_tito_tokenizer(tokenizer, family, args.chat_template_kwargs).family
-        for role, verdict in probed.extra["probe"].items():
-            print(f"probe {role:9}: {verdict}")
+        report = get_tito_tokenizer(tokenizer, family, args.chat_template_kwargs).family.probe_report
+        if report is not None:
+            for role in VALID_APPEND_ROLES:
+                print(f"probe {role:9}: {report.describe(role)}")
     for result in failed[:20]:
         print(f"FAILED {result.shape} cut={result.cut} roles={'-'.join(result.appended_roles)} "
               f"thinking={result.thinking} {result.check}: {result.detail}", file=sys.stderr)  # fmt: skip

@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 import jinja2.ext
+import jinja2.meta
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -68,6 +69,21 @@ def _environment() -> ImmutableSandboxedEnvironment:
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     return env
+
+
+RENDERER_VARIABLES = frozenset({"messages", "tools", "documents", "add_generation_prompt"})
+"""What render_template passes itself; never a caller's chat-template kwarg."""
+SPECIAL_TOKEN_VARIABLES = frozenset({"bos_token", "eos_token", "pad_token", "unk_token"})
+"""What the tokenizer's special-token map supplies, as transformers does."""
+
+
+@lru_cache(maxsize=64)
+def template_kwargs_read(source: str) -> frozenset[str]:
+    """The chat-template kwargs a template reads: its undeclared variables (Jinja's syntax tree) less what the
+    renderer, the tokenizer's special tokens and the environment's globals supply."""
+    environment = _environment()
+    variables = jinja2.meta.find_undeclared_variables(environment.parse(source))
+    return frozenset(variables - RENDERER_VARIABLES - SPECIAL_TOKEN_VARIABLES - set(environment.globals))
 
 
 @lru_cache(maxsize=64)

@@ -30,7 +30,8 @@ def test_a_template_that_rewrites_history_gets_no_role_and_says_why(qwen3_tokeni
     official = reference_path("templates", "qwen3.jinja").read_text(encoding="utf-8")
     family = get_tito_tokenizer(with_template(qwen3_tokenizer, official), "default").family
     assert family.supported_roles == ()
-    assert all("rewrites the earlier render" in verdict for verdict in family.extra["probe"].values())
+    assert family.probe_report is not None
+    assert all("rewrites the earlier render" in family.probe_report.describe(role) for role in VALID_APPEND_ROLES)
     with pytest.raises(ConfigurationError, match="does not support appending"):
         get_tito_tokenizer(with_template(qwen3_tokenizer, official), "default", allowed_append_roles=["user"])
 
@@ -47,7 +48,8 @@ def test_a_role_the_template_refuses_is_not_claimed(qwen3_tokenizer: LocalTokeni
     )
     family = get_tito_tokenizer(with_template(qwen3_tokenizer, template), "default").family
     assert "system" not in family.supported_roles and "user" in family.supported_roles
-    assert "no mid-session system" in family.extra["probe"]["system"]
+    assert family.probe_report is not None
+    assert "no mid-session system" in family.probe_report.describe("system")
 
 
 def test_a_template_without_an_atomic_end_of_turn_is_refused(qwen3_tokenizer: LocalTokenizer) -> None:

@@ -2,29 +2,24 @@
 
 The `default` family makes no claims: each role is supported only if appending it to the probe
 conversations extends the earlier render byte for byte, shows the message's content, and ends with
-the generation prompt. The per-role verdicts are kept on the family (`extra["probe"]`) and reported.
+the generation prompt. The per-role verdicts are kept on the family (`Family.probe_report`) and reported.
 
-Imports families.base and errors only.
+Imports families.base, families.default, tokenizer_protocol and errors only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from tito.errors import ConfigurationError, TitoError
-from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction
+from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ProbeReport
 from tito.families.default import DEFAULT
+from tito.tokenizer_protocol import Tokenizer
 
 Message = dict[str, Any]
 ProbeRender = Callable[[Sequence[Message], Any, bool], str]
-
-
-class _Encoder(Protocol):
-    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
-
-    def convert_ids_to_tokens(self, ids: int) -> Any: ...
 
 
 _REPLY = "Probe reply from the assistant."
@@ -45,7 +40,7 @@ _APPENDED: Mapping[str, Message] = {
 }
 
 
-def _junction(render: ProbeRender, tokenizer: _Encoder) -> tuple[str, Junction]:
+def _junction(render: ProbeRender, tokenizer: Tokenizer) -> tuple[str, Junction]:
     text = render(_HISTORIES["chat"], None, False)
     tail = text[text.rindex(_REPLY) + len(_REPLY) :]
     ids = tokenizer.encode(tail, add_special_tokens=False)
@@ -90,7 +85,7 @@ def _role_verdict(render: ProbeRender, role: str, generation_prompt: str) -> str
     return None
 
 
-def probe_default_family(render: ProbeRender, tokenizer: _Encoder) -> Family:
+def probe_default_family(render: ProbeRender, tokenizer: Tokenizer) -> Family:
     """The default family, narrowed to what this template proved on the probe conversations."""
     end_of_turn, junction = _junction(render, tokenizer)
     first = [_HISTORIES["chat"][0]]
@@ -107,5 +102,5 @@ def probe_default_family(render: ProbeRender, tokenizer: _Encoder) -> Family:
         stop_tokens=(end_of_turn,),
         assistant_opener=generation_prompt,
         special_tokens=(end_of_turn,),
-        extra={"probe": {role: reason or "supported" for role, reason in verdicts.items()}},
+        probe_report=ProbeReport(verdicts),
     )

@@ -12,7 +12,7 @@ from tito.families.base import Family
 from tito.parsing.base import CompletionParser, parser_for
 from tito.parsing.registry import OUTPUT_FORMATS, get_output_format
 from tito.parsing.result import CallStatus, FinishReason, ParseResult, ToolCallAttempt, ToolSchema
-from tito.tokenizer_loading import Tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 __all__ = [
     "OUTPUT_FORMATS",

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from tito.families.base import Family
 from tito.parsing.arguments import ToolIndex
 from tito.parsing.result import AssistantMessage, CallStatus, FinishReason, ParseResult, ToolCallAttempt, ToolSchema
-from tito.tokenizer_loading import Tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
