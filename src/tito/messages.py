@@ -20,6 +20,16 @@ Message = dict[str, Any]
 KNOWN_ROLES = ("system", "user", "assistant", "tool")
 
 
+def _encodable(index: int, field: str, text: str | None) -> str | None:
+    """`text` unchanged when it is valid Unicode; a lone surrogate (from JSON `\\ud800`) cannot be tokenized."""
+    if text is not None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MessageError(index, field, f"contains a lone surrogate at character {exc.start}") from exc
+    return text
+
+
 def _text_content(index: int, content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
@@ -49,6 +59,8 @@ def _tool_call(index: int, call_index: int, call: Any, arguments_style: ToolArgu
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
         raise MessageError(index, f"{where}.function.name", "must be a non-empty string")
     arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        _encodable(index, f"{where}.function.arguments", arguments)
     if isinstance(arguments, str) and arguments_style is ToolArguments.OBJECT:
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -69,10 +81,11 @@ def normalize_message(index: int, message: Any, arguments_style: ToolArguments) 
     if role not in KNOWN_ROLES:
         raise MessageError(index, "role", f"{role!r} is not one of {', '.join(KNOWN_ROLES)}")
     normalized: Message = dict(message)
-    normalized["content"] = _text_content(index, message.get("content"))
+    normalized["content"] = _encodable(index, "content", _text_content(index, message.get("content")))
     reasoning = message.get("reasoning_content")
     if reasoning is not None and not isinstance(reasoning, str):
         raise MessageError(index, "reasoning_content", "must be a string or null")
+    _encodable(index, "reasoning_content", reasoning)
     tool_calls = message.get("tool_calls")
     if tool_calls:
         if role != "assistant":

@@ -80,10 +80,19 @@ SPECIAL_TOKEN_VARIABLES = frozenset({"bos_token", "eos_token", "pad_token", "unk
 @lru_cache(maxsize=64)
 def template_kwargs_read(source: str) -> frozenset[str]:
     """The chat-template kwargs a template reads: its undeclared variables (Jinja's syntax tree) less what the
-    renderer, the tokenizer's special tokens and the environment's globals supply."""
+    renderer, the tokenizer's special tokens and the environment's globals supply, and less the template's own
+    variables (assigned in one branch, read in another) unless it asks `is defined` of them."""
     environment = _environment()
-    variables = jinja2.meta.find_undeclared_variables(environment.parse(source))
-    return frozenset(variables - RENDERER_VARIABLES - SPECIAL_TOKEN_VARIABLES - set(environment.globals))
+    tree = environment.parse(source)
+    variables = jinja2.meta.find_undeclared_variables(tree)
+    assigned = {node.name for node in tree.find_all(jinja2.nodes.Name) if node.ctx != "load"}
+    tested = {
+        test.node.name
+        for test in tree.find_all(jinja2.nodes.Test)
+        if test.name == "defined" and isinstance(test.node, jinja2.nodes.Name)
+    }
+    internal = assigned - tested  # set by the template itself (in some branch) and never checked for a caller's value
+    return frozenset(variables - internal - RENDERER_VARIABLES - SPECIAL_TOKEN_VARIABLES - set(environment.globals))
 
 
 @lru_cache(maxsize=64)

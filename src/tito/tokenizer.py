@@ -102,8 +102,8 @@ class TitoTokenizer:
             frozenset(family.encoder_kwargs) if source is None else template_kwargs_read(source)
         ) | frozenset(family.fixed_template.extra_kwargs)
         """Every chat-template kwarg the family's template (or encoder) reads."""
-        self.launch_template_kwargs = dict(chat_template_kwargs or {})
         self.template_kwargs = check_template_kwargs(family, self.accepted_template_kwargs, chat_template_kwargs)
+        self.launch_template_kwargs = dict(chat_template_kwargs or {})
         special = tokenizer.special_tokens_map or {}
         render_kwargs = {key: special[key] for key in _SPECIAL_TOKEN_KEYS if isinstance(special.get(key), str)}
         render_kwargs.update(self.template_kwargs)
