@@ -23,10 +23,14 @@ def test_verify_on_the_default_family_claims_no_role_the_official_qwen3_template
     from tests.conftest import reference_path
 
     directory = reference_path("tokenizers", "qwen3")
-    assert main(["verify", "--family", "default", "--tokenizer", str(directory)]) == 0
+    kwargs = '{"enable_thinking": true}'
+    assert main(["verify", "--family", "default", "--tokenizer", str(directory), "--chat-template-kwargs", kwargs]) == 0
     out = capsys.readouterr().out
     assert "probe user     : after a chat history appending it rewrites the earlier render" in out
-    assert "0 passed, 0 failed" in out
+    assert "probe tool     : supported" in out
+    assert " 0 failed" in out
+    multi_user = next(line.split() for line in out.splitlines() if line.startswith("multi_user"))
+    assert multi_user[2:] == ["0", "0", "2"], "appending a user is refused, so those cuts are skipped"
 
 
 def test_render_prints_text_and_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

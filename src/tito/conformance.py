@@ -19,8 +19,9 @@ from typing import Any
 
 from tito.comparator import compare_token_sequences
 from tito.errors import ConfigurationError, TitoError
-from tito.families.base import Junction
-from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
+from tito.families.base import Family, Junction
+from tito.families.registry import get_family
+from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
 
 Message = dict[str, Any]
@@ -260,7 +261,7 @@ def _first_diff(before: str, after: str) -> str:
 
 def run_matrix(
     tokenizer: Tokenizer,
-    family: str,
+    family: str | Family,
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
     allowed_append_roles: Sequence[str] | None = None,
@@ -269,16 +270,18 @@ def run_matrix(
     set, when they set the family's thinking switch).
 
     `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
-    session's harness gate would; None checks every role the family supports.
+    session's harness gate would; None checks every role the family supports. `family` is a registry name or a
+    Family value (a declaration under test).
     """
-    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs, allowed_append_roles)
+    declared = get_family(family) if isinstance(family, str) else family
+    base = TitoTokenizer(tokenizer, declared, chat_template_kwargs, allowed_append_roles)
     all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
     results: list[CaseResult] = []
     for thinking in thinking_modes(base, chat_template_kwargs):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = get_tito_tokenizer(tokenizer, family, kwargs, allowed_append_roles)
+        tt = TitoTokenizer(tokenizer, declared, kwargs, allowed_append_roles)
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]
@@ -302,7 +305,6 @@ def run_matrix(
 
 def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
     """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
-    from tito.families.registry import get_family
     from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
 
     declared = get_family(family)

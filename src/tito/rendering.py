@@ -119,3 +119,5 @@ def render_template(
         )
     except jinja2.exceptions.TemplateError as exc:
         raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc
+    except (TypeError, ValueError, LookupError, AttributeError) as exc:  # a template applying a filter to bad data
+        raise TemplateRenderError(f"the chat template failed on the conversation: {type(exc).__name__}: {exc}") from exc

@@ -108,8 +108,8 @@ class TitoTokenizer:
         render_kwargs = {key: special[key] for key in _SPECIAL_TOKEN_KEYS if isinstance(special.get(key), str)}
         render_kwargs.update(self.template_kwargs)
         self._render = self._render_function(family, source, render_kwargs)
-        if family.probed:
-            family = probe_default_family(self._render, tokenizer)
+        if family.probed and family.probe_report is None:  # a family that carries its report was probed already
+            family = probe_default_family(self._render, tokenizer, self.accepted_template_kwargs, self.template_kwargs)
         self.family = family
         self.allowed_append_roles = _allowed_roles(family, allowed_append_roles)
         self.matcher = matcher
