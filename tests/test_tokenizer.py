@@ -254,13 +254,12 @@ def test_every_stop_token_of_every_family_can_be_continued(family: str, stop: st
     ended = simulated_stored_ids(tt, old)
     stop_id = tt.tokenizer.encode(stop, add_special_tokens=False)
     full = tt.tokenizer.encode(tt.render(new, TOOLS, add_generation_prompt=True), add_special_tokens=False)
-    if tt.family.junction.trailing_ids_dropped:
-        stored = [*ended[:-1], *stop_id]
+    stored = [*ended[:-1], *stop_id]
+    closing = tt.family.junction.closing_after(stop, tt.family.end_of_turn, tt.family.stop_closing)
+    assert closing is not None, f"{family} declares no way to continue after {stop!r}"
+    if tt.family.junction.trailing_ids_dropped:  # the sampled stop token goes; the render brings the real opener
         expected = full
     else:
-        stored = [*ended[:-1], *stop_id]
-        closing = tt.family.junction.closing_after(stop, tt.family.end_of_turn, tt.family.stop_closing)
-        assert closing is not None, f"{family} declares no way to continue after {stop!r}"
         expected = [*stored, *tt.tokenizer.encode(closing, add_special_tokens=False), *full[len(ended) :]]
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     assert merged == expected
@@ -327,7 +326,8 @@ def test_a_lone_surrogate_names_the_message_and_field(qwen3_tokenizer: LocalToke
 
 
 @pytest.mark.parametrize(
-    ("ids", "position", "value"), [([1, 2, -1], 2, -1), ([1, 10**9], 1, 10**9), ([1, "2"], 1, "2"), ([True], 0, True)]
+    ("ids", "position", "value"),
+    [([1, 2, -1], 2, -1), ([1, 10**9], 1, 10**9), ([1, "2"], 1, "2"), ([0, 2.0], 1, 2.0), ([None], 0, None)],
 )
 def test_an_id_outside_the_vocabulary_or_not_an_int_names_the_argument_and_position(
     qwen3_tokenizer: LocalTokenizer, ids: list[Any], position: int, value: Any

@@ -19,7 +19,7 @@ from typing import Any
 
 from tito.comparator import compare_token_sequences
 from tito.errors import ConfigurationError, TitoError
-from tito.families.base import Family, Junction
+from tito.families.base import Family
 from tito.families.registry import get_family
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
@@ -219,7 +219,7 @@ def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
     ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
     junction = tt.family.junction
-    if junction is Junction.STOP_IS_NEXT_OPENER:
+    if junction.trailing_ids_dropped:  # the sampled stop token opens the next message: the turn's render lacks it
         stop = tt.family.stop_after_tool_calls if old[-1].get("tool_calls") else None
         stop = stop or tt.family.end_of_turn
         return [*ids, *tt.tokenizer.encode(stop, add_special_tokens=False)]
