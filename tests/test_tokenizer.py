@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from tito.errors import (
     RoleNotAllowedError,
     TokenIdError,
     TokenMismatchError,
+    ToolDefinitionError,
     UnknownTemplateKwargError,
 )
 from tito.families import fixed_families, get_family
@@ -342,3 +344,32 @@ def test_an_id_outside_the_vocabulary_or_not_an_int_names_the_argument_and_posit
     assert error.value.http_status == 400
     with pytest.raises(TokenIdError, match=r"stored_ids\[0\]"):
         tt.merge_tokens(HISTORY, new, "1 2 3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("new", "index"), [([*HISTORY, "hi"], 3), (["hi", *HISTORY[1:], {"role": "user", "content": "x"}], 0)]
+)
+def test_a_message_that_is_not_an_object_names_its_index(
+    qwen3_tokenizer: LocalTokenizer, new: list[Any], index: int
+) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    with pytest.raises(MessageError, match=f"message {index}: field 'message': must be an object, not str"):
+        tt.tokenize_additional_messages(HISTORY, new)
+
+
+@pytest.mark.parametrize(
+    ("tools", "where"),
+    [
+        ("get_weather", "tools[0]: field 'tools': must be a list of tool objects, not str"),
+        ([{"type": "function"}, 3], "tools[1]: field 'tool': must be an object, not int"),
+        (
+            [{"type": "function", "function": {"name": "f", "description": "a\ud800"}}],
+            "tools[0]: field 'function.description': contains a lone surrogate at character 1",
+        ),
+    ],
+)
+def test_bad_tool_definitions_name_the_tool_and_field(qwen3_tokenizer: LocalTokenizer, tools: Any, where: str) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    for call in (lambda: tt.merge_tokens([], HISTORY[:2], [], tools), lambda: tt.render(HISTORY, tools)):
+        with pytest.raises(ToolDefinitionError, match=re.escape(where)):
+            call()

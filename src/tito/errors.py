@@ -5,6 +5,7 @@ TitoError
  │    ├── UnknownTemplateKwargError (400)  a kwarg the template never reads
  │    └── PinnedKwargError (400)           a kwarg that contradicts a pinned one
  ├── MessageError (400)            a malformed message: which index, which field
+ ├── ToolDefinitionError (400)     a malformed tool definition: which index, which field
  ├── AppendOnlyError (400)         new messages do not extend the stored ones
  ├── RoleNotAllowedError (400)     an appended role outside the session's allowed roles
  ├── TemplateRenderError (400)     the chat template refused the conversation
@@ -69,6 +70,18 @@ class MessageError(TitoError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"message {index}: field {field!r}: {problem}")
+
+
+class ToolDefinitionError(TitoError, ValueError):
+    """A `tools` entry that is not a tool definition tito can render."""
+
+    http_status = 400
+
+    def __init__(self, index: int, field: str, problem: str) -> None:
+        self.index = index
+        self.field = field
+        self.problem = problem
+        super().__init__(f"tools[{index}]: field {field!r}: {problem}")
 
 
 class AppendOnlyError(TitoError, ValueError):

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tito.errors import MessageError
+from tito.errors import MessageError, ToolDefinitionError
 from tito.families.base import ToolArguments
 
 Message = dict[str, Any]
@@ -94,6 +94,33 @@ def normalize_message(index: int, message: Any, arguments_style: ToolArguments) 
             raise MessageError(index, "tool_calls", "must be a list")
         normalized["tool_calls"] = [_tool_call(index, i, call, arguments_style) for i, call in enumerate(tool_calls)]
     return normalized
+
+
+def check_tools(tools: Any) -> None:
+    """`tools` is None or a list of objects whose every string is valid Unicode (templates render them verbatim)."""
+    if tools is None:
+        return
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes):
+        raise ToolDefinitionError(0, "tools", f"must be a list of tool objects, not {type(tools).__name__}")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise ToolDefinitionError(index, "tool", f"must be an object, not {type(tool).__name__}")
+        _check_strings(index, "", tool)
+
+
+def _check_strings(index: int, path: str, value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolDefinitionError(index, path, f"contains a lone surrogate at character {exc.start}") from exc
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_strings(index, f"{path}.{key}" if path else str(key), key)
+            _check_strings(index, f"{path}.{key}" if path else str(key), item)
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            _check_strings(index, f"{path}[{position}]", item)
 
 
 def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, first_index: int = 0) -> list[Message]:

@@ -32,7 +32,7 @@ from tito.families.base import VALID_APPEND_ROLES, Family, RenderContext
 from tito.families.probe import probe_default_family
 from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
-from tito.messages import Message, normalize_messages
+from tito.messages import Message, check_tools, normalize_messages
 from tito.parsing import ParseResult, get_completion_parser
 from tito.rendering import compile_template, render_template, template_kwargs_read
 from tito.tokenizer_protocol import Tokenizer
@@ -187,6 +187,7 @@ class TitoTokenizer:
     def render(self, messages: Sequence[Any], tools: Tools = None, add_generation_prompt: bool = False) -> str:
         """The fixed template's text for `messages`; allowed roles never change it (Invariant 5)."""
         normalized = self.normalize(messages)
+        check_tools(tools)
         if not normalized:
             raise MessageError(0, "messages", "is empty: a conversation needs at least one message")
         return self._render(normalized, tools, add_generation_prompt)
@@ -211,6 +212,7 @@ class TitoTokenizer:
                 hint="resending exactly the stored conversation is not a turn; append the next message",
             )  # fmt: skip
         if not old_messages:
+            check_tools(tools)
             return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
         last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
         if last["role"] != "assistant":
@@ -220,6 +222,7 @@ class TitoTokenizer:
                 f"{len(old_messages) - 1} has role {last['role']!r}",
             )
         context, context_tools = self._context(old_messages, last, tools)
+        check_tools(context_tools)  # rendered only in the first prompt and after a full history
         context_text = (
             self._stub_context_text if context is _STUB_CONTEXT else self._render(context, context_tools, False)
         )
