@@ -8,7 +8,13 @@ end-of-turn or opener token. Those tokens are special and atomic, so the tokeniz
 and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
 and fails loudly if the tokenizer does not split there (Invariant 3).
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing; nothing above them.
+Stored ids must end with a stop token. After one the template never writes (Qwen's `<|endoftext|>`, Kimi's
+`[EOS]`) they are still kept verbatim, and the family's declared closing (Family.stop_closing, e.g. `<|im_end|>`)
+follows as prompt ids. A request must append at least one message: resending exactly the stored conversation is
+an AppendOnlyError in every family, never a silent new generation prompt after the stored assistant.
+
+Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing, tito.tokenizer_protocol;
+nothing above them.
 """
 
 from __future__ import annotations
@@ -135,7 +141,8 @@ class TitoTokenizer:
 
     def request_template_kwargs(self, kwargs: Any) -> dict[str, Any]:
         """A request's chat-template kwargs merged over the launch kwargs, checked like them (unknown or
-        contradicting a pinned value: ConfigurationError, HTTP 400); the result includes the pinned kwargs."""
+        contradicting a pinned value: ConfigurationError, HTTP 400); the result includes the pinned kwargs and can
+        be passed as `chat_template_kwargs` to build the TitoTokenizer that renders that request."""
         if kwargs is not None and not isinstance(kwargs, Mapping):
             raise ConfigurationError(f"chat_template_kwargs must be a JSON object, not {type(kwargs).__name__}")
         merged = {**self.launch_template_kwargs, **(kwargs or {})}
