@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tito.conformance import TOOLS, builtin_tokenizer_for, simulated_stored_ids
-from tito.families import list_families
+from tito.families import fixed_families
 from tito.matching import appended_messages
 from tito.tokenizer import get_tito_tokenizer
 
@@ -112,7 +112,7 @@ def measure(family: str, sizes: list[int], rounds: int = 7) -> dict[int, dict[st
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    families = [name for name in list_families() if name != "default"]
+    families = fixed_families()
     parser.add_argument("--families", nargs="+", default=families)
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 8000, 32000, 128000])
     args = parser.parse_args()

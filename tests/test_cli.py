@@ -23,10 +23,14 @@ def test_verify_on_the_default_family_claims_no_role_the_official_qwen3_template
     from tests.conftest import reference_path
 
     directory = reference_path("tokenizers", "qwen3")
-    assert main(["verify", "--family", "default", "--tokenizer", str(directory)]) == 0
+    kwargs = '{"enable_thinking": true}'
+    assert main(["verify", "--family", "default", "--tokenizer", str(directory), "--chat-template-kwargs", kwargs]) == 0
     out = capsys.readouterr().out
     assert "probe user     : after a chat history appending it rewrites the earlier render" in out
-    assert "0 passed, 0 failed" in out
+    assert "probe tool     : supported" in out
+    assert " 0 failed" in out
+    multi_user = next(line.split() for line in out.splitlines() if line.startswith("multi_user"))
+    assert multi_user[2:] == ["0", "0", "2"], "appending a user is refused, so those cuts are skipped"
 
 
 def test_render_prints_text_and_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,3 +67,51 @@ def test_verify_with_allowed_roles_checks_only_those_sequences(capsys: pytest.Ca
     assert json.loads(capsys.readouterr().out)["failed"] == []
     with pytest.raises(SystemExit):
         main(["verify", "--family", "qwen3", "--allowed-append-roles", "developer"])
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"[1, 2", "is not valid JSON"),
+        (b'"just text"', "must hold a list of messages or an object with a 'messages' list"),
+        (b'{"tools": []}', "must hold a list of messages or an object with a 'messages' list"),
+        (b"\xff\xfe[]", "is not UTF-8 text (byte 0)"),
+    ],
+)
+def test_a_bad_conversation_file_is_one_line_naming_the_file_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, problem: str
+) -> None:
+    conversation = tmp_path / "c.json"
+    conversation.write_bytes(content)
+    assert main(["render", "--family", "qwen3", str(conversation)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tito: error: {conversation} {problem}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "--family", "qwen3", str(tmp_path / "absent.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"tito: error: cannot read {tmp_path / 'absent.json'}")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [("[1]", "must be a JSON object, not list"), ("{enable_thinking: 1}", "is not valid JSON")],
+)
+def test_template_kwargs_must_be_a_json_object(capsys: pytest.CaptureFixture[str], kwargs: str, problem: str) -> None:
+    assert main(["verify", "--family", "qwen3", "--chat-template-kwargs", kwargs]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tito: error: --chat-template-kwargs {problem}") and err.count("\n") == 1
+
+
+def test_an_unknown_template_kwarg_is_refused_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--family", "qwen3", "--chat-template-kwargs", '{"enable_thinkng": false}']) == 1
+    err = capsys.readouterr().err
+    assert "UnknownTemplateKwargError: unknown chat-template kwarg 'enable_thinkng'; qwen3 reads: " in err
+
+
+def test_a_thinking_kwarg_restricts_verify_to_that_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    kwargs = '{"enable_thinking": false}'
+    assert main(["verify", "--family", "qwen3", "--max-sequence-length", "1", "--chat-template-kwargs", kwargs]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("multi_user")]
+    assert [row[1] for row in rows] == ["off"]

@@ -15,9 +15,9 @@ from tests.conftest import reference_path
 from tito.conformance import CaseResult, builtin_tokenizer_for, run_matrix
 from tito.families import registry
 from tito.families.base import Family, FixedTemplate
-from tito.families.registry import get_family, list_families
+from tito.families.registry import fixed_families, get_family, list_families
 
-FIXED_FAMILIES = [name for name in list_families() if name != "default"]
+FIXED_FAMILIES = fixed_families()
 
 
 @cache

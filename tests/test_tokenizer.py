@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
+from typing import Any
+
 import pytest
 
+from tests.conftest import reference_path
 from tito import VALID_APPEND_ROLES, get_tito_tokenizer
+from tito.conformance import TOOLS, builtin_tokenizer_for, shapes, simulated_stored_ids
 from tito.errors import (
     AppendOnlyError,
     ConfigurationError,
     JunctionError,
+    MessageError,
+    PinnedKwargError,
     RoleNotAllowedError,
+    TokenIdError,
     TokenMismatchError,
+    ToolDefinitionError,
+    UnknownTemplateKwargError,
 )
-from tito.families import get_family, list_families
+from tito.families import fixed_families, get_family
+from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer, load_tokenizer
 
 HISTORY = [
@@ -50,8 +63,9 @@ def test_allowed_roles_never_change_rendered_bytes(qwen3_tokenizer: LocalTokeniz
 
 
 def test_a_kwarg_contradicting_a_pinned_one_is_an_error(qwen3_tokenizer: LocalTokenizer) -> None:
-    with pytest.raises(ConfigurationError, match="clear_thinking=True"):
+    with pytest.raises(PinnedKwargError, match=r"pins clear_thinking=False \(got True\)") as error:
         get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"clear_thinking": True})
+    assert (error.value.kwarg, error.value.pinned, error.value.given) == ("clear_thinking", False, True)
     repeated = get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"clear_thinking": False, "enable_thinking": False})
     assert repeated.template_kwargs == {"clear_thinking": False, "enable_thinking": False}
 
@@ -96,8 +110,9 @@ def test_a_tokenizer_that_does_not_split_at_the_end_of_turn_fails_loudly() -> No
     """Negative control for Invariant 3: a tokenizer that swallows `<|im_end|>\\n` into one token is refused."""
     tokenizer = build_proxy_tokenizer(["<|im_end|>\n"], base="qwen3")
     tt = get_tito_tokenizer(tokenizer, "qwen3")
-    with pytest.raises(TokenMismatchError, match="at token 0 \\(message 3\\)"):
+    with pytest.raises(TokenMismatchError, match=r"at token 0.*message 3") as error:
         tt.tokenize_additional_messages(HISTORY, [*HISTORY, {"role": "user", "content": "x"}])
+    assert (error.value.family, error.value.position) == ("qwen3", 0)
 
 
 def test_a_family_marker_that_is_not_atomic_is_a_configuration_error() -> None:
@@ -126,7 +141,7 @@ def test_turn_cost_does_not_depend_on_the_history(
     assert lengths[0] == lengths[1]
 
 
-@pytest.mark.parametrize("family", [name for name in list_families() if name != "default"])
+@pytest.mark.parametrize("family", fixed_families())
 def test_resolved_template_is_the_one_rendered(family: str) -> None:
     from tito import resolve_fixed_chat_template
 
@@ -161,3 +176,200 @@ def test_a_transformers_tokenizer_works_as_is(qwen3_tokenizer: LocalTokenizer) -
     assert theirs.render(new) == ours.render(new)
     completion = stored[len(qwen3_tokenizer.encode(ours.render(HISTORY[:2], add_generation_prompt=True))) :]
     assert theirs.parse_completion(completion).message == ours.parse_completion(completion).message
+
+
+@functools.cache
+def family_tokenizer(family: str) -> TitoTokenizer:
+    return get_tito_tokenizer(builtin_tokenizer_for(family)[0], family)
+
+
+def first_cut(tt: TitoTokenizer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A stored conversation ending with a generated assistant, and the request appending a user turn to it."""
+    turns = shapes()["multi_user"]
+    messages = [turn.message for turn in turns]
+    return messages[:3], messages[:4]
+
+
+def test_an_unknown_template_kwarg_is_named_with_the_ones_the_template_reads(qwen3_tokenizer: LocalTokenizer) -> None:
+    with pytest.raises(
+        UnknownTemplateKwargError, match="unknown chat-template kwarg 'enable_thinkng'; qwen3 reads: "
+    ) as error:
+        get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"enable_thinkng": False})
+    assert error.value.kwarg == "enable_thinkng" and "enable_thinking" in error.value.accepted
+    assert error.value.http_status == 400
+
+
+def test_an_encoder_family_checks_the_kwargs_its_encoder_declares() -> None:
+    tokenizer = builtin_tokenizer_for("deepseekv4")[0]
+    assert get_tito_tokenizer(tokenizer, "deepseekv4", {"thinking": True, "reasoning_effort": "max"})
+    with pytest.raises(UnknownTemplateKwargError, match=r"'enable_thinkng'; deepseekv4 reads: .*thinking_mode"):
+        get_tito_tokenizer(tokenizer, "deepseekv4", {"enable_thinkng": True})
+    with pytest.raises(UnknownTemplateKwargError, match="'reasoning_effort'"):
+        get_tito_tokenizer(builtin_tokenizer_for("deepseekv32")[0], "deepseekv32", {"reasoning_effort": "max"})
+
+
+def test_the_default_family_reads_the_kwargs_of_the_checkpoint_template(qwen3_tokenizer: LocalTokenizer) -> None:
+    official = reference_path("templates", "qwen3.jinja").read_text(encoding="utf-8")
+    checkpoint = LocalTokenizer(qwen3_tokenizer.backend, official, dict(qwen3_tokenizer.special_tokens_map))
+    assert get_tito_tokenizer(checkpoint, "default", {"enable_thinking": False}).template_kwargs == {
+        "enable_thinking": False
+    }
+    with pytest.raises(UnknownTemplateKwargError, match=r"'clear_thinking'; default reads: enable_thinking$"):
+        get_tito_tokenizer(checkpoint, "default", {"clear_thinking": False})
+
+
+@pytest.mark.parametrize("kwargs", [["enable_thinking"], "enable_thinking=false", 3])
+def test_template_kwargs_that_are_not_an_object_are_a_configuration_error(
+    qwen3_tokenizer: LocalTokenizer, kwargs: Any
+) -> None:
+    with pytest.raises(ConfigurationError, match="chat_template_kwargs must be a JSON object"):
+        get_tito_tokenizer(qwen3_tokenizer, "qwen3", kwargs)
+    with pytest.raises(ConfigurationError, match="chat_template_kwargs must be a JSON object"):
+        get_tito_tokenizer(qwen3_tokenizer, "qwen3").request_template_kwargs(kwargs)
+
+
+def test_request_kwargs_merge_over_the_launch_kwargs_and_are_checked(qwen3_tokenizer: LocalTokenizer) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3", {"enable_thinking": False})
+    assert tt.request_template_kwargs(None) == {"enable_thinking": False, "clear_thinking": False}
+    assert tt.request_template_kwargs({"enable_thinking": True}) == {"enable_thinking": True, "clear_thinking": False}
+    with pytest.raises(UnknownTemplateKwargError, match="'thinking'"):
+        tt.request_template_kwargs({"thinking": True})
+    with pytest.raises(PinnedKwargError, match="clear_thinking") as error:
+        tt.request_template_kwargs({"clear_thinking": True})
+    assert error.value.http_status == 400
+
+
+def test_stop_token_ids_are_the_family_stop_tokens_as_ints(qwen3_tokenizer: LocalTokenizer) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    assert tt.stop_token_ids == tuple(qwen3_tokenizer.convert_tokens_to_ids(t) for t in tt.family.stop_tokens)
+    assert tt.stop_token_ids == (151645, 151643)
+
+
+@pytest.mark.parametrize(
+    ("family", "stop"), [(name, stop) for name in fixed_families() for stop in get_family(name).stop_tokens]
+)
+def test_every_stop_token_of_every_family_can_be_continued(family: str, stop: str) -> None:
+    """Stored ids may end with any declared stop token: kept (or dropped, STOP_IS_NEXT_OPENER), closed with the
+    family's declared text when the template never writes that token, then the appended render."""
+    tt = family_tokenizer(family)
+    old, new = first_cut(tt)
+    ended = simulated_stored_ids(tt, old)
+    stop_id = tt.tokenizer.encode(stop, add_special_tokens=False)
+    full = tt.tokenizer.encode(tt.render(new, TOOLS, add_generation_prompt=True), add_special_tokens=False)
+    stored = [*ended[:-1], *stop_id]
+    closing = tt.family.junction.closing_after(stop, tt.family.end_of_turn, tt.family.stop_closing)
+    assert closing is not None, f"{family} declares no way to continue after {stop!r}"
+    if tt.family.junction.trailing_ids_dropped:  # the sampled stop token goes; the render brings the real opener
+        expected = full
+    else:
+        expected = [*stored, *tt.tokenizer.encode(closing, add_special_tokens=False), *full[len(ended) :]]
+    merged = tt.merge_tokens(old, new, stored, TOOLS)
+    assert merged == expected
+    kept = tt.kept_stored_ids(stored)
+    assert merged[:kept] == stored[:kept] and kept == len(stored) - tt.family.junction.trailing_ids_dropped
+
+
+def test_a_stop_token_without_a_declared_closing_names_that_cause(qwen3_tokenizer: LocalTokenizer) -> None:
+    family = dataclasses.replace(get_family("qwen3"), stop_closing={})
+    tt = TitoTokenizer(qwen3_tokenizer, family)
+    stored = [*stored_ids(qwen3_tokenizer, tt.render(HISTORY))[:-1], 151643]
+    with pytest.raises(JunctionError, match=r"stop token 151643 '<\|endoftext\|>', after which .* no way") as error:
+        tt.merge_tokens(HISTORY, [*HISTORY, {"role": "user", "content": "x"}], stored)
+    assert (error.value.family, error.value.last_id) == ("qwen3", 151643)
+    assert "cut" not in str(error.value)
+
+
+@pytest.mark.parametrize("family", fixed_families())
+def test_resending_exactly_the_stored_conversation_is_an_error_in_every_family(family: str) -> None:
+    tt = family_tokenizer(family)
+    old, _ = first_cut(tt)
+    with pytest.raises(AppendOnlyError, match="resending exactly the stored conversation") as error:
+        tt.merge_tokens(old, old, simulated_stored_ids(tt, old), TOOLS)
+    assert (error.value.index, error.value.field) == (len(old), "messages")
+
+
+@pytest.mark.parametrize("family", fixed_families())
+def test_an_empty_conversation_is_a_message_error_in_every_family(family: str) -> None:
+    tt = family_tokenizer(family)
+    for call in (lambda: tt.render([]), lambda: tt.merge_tokens([], [], []), lambda: tt.render([], TOOLS, True)):
+        with pytest.raises(MessageError, match="'messages': is empty") as error:
+            call()
+        assert error.value.index == 0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "argument"),
+    [
+        ({"role": "user"}, [], "old_messages"),
+        ([], {"role": "user", "content": "x"}, "new_messages"),
+        ([], "hi", "new_messages"),
+    ],
+)
+def test_messages_that_are_not_a_list_name_the_argument(
+    qwen3_tokenizer: LocalTokenizer, old: Any, new: Any, argument: str
+) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    with pytest.raises(MessageError, match=f"'{argument}': must be a list of message objects") as error:
+        tt.merge_tokens(old, new, [])
+    assert error.value.field == argument
+
+
+@pytest.mark.parametrize("field", ["content", "reasoning_content"])
+def test_a_lone_surrogate_names_the_message_and_field(qwen3_tokenizer: LocalTokenizer, field: str) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    new = [*HISTORY, {"role": "user", "content": "ok"}]
+    new[-1] = (
+        {**new[-1], "role": "assistant", field: "ab\ud800c"}
+        if field == "reasoning_content"
+        else {"role": "user", "content": "ab\ud800c"}
+    )
+    with pytest.raises(MessageError, match=f"message 3: field '{field}': contains a lone surrogate at character 2"):
+        tt.tokenize_additional_messages(HISTORY, new)
+
+
+@pytest.mark.parametrize(
+    ("ids", "position", "value"),
+    [([1, 2, -1], 2, -1), ([1, 10**9], 1, 10**9), ([1, "2"], 1, "2"), ([0, 2.0], 1, 2.0), ([None], 0, None)],
+)
+def test_an_id_outside_the_vocabulary_or_not_an_int_names_the_argument_and_position(
+    qwen3_tokenizer: LocalTokenizer, ids: list[Any], position: int, value: Any
+) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    with pytest.raises(TokenIdError, match=rf"completion_ids\[{position}\]") as error:
+        tt.parse_completion(ids)
+    assert (error.value.argument, error.value.position, error.value.value) == ("completion_ids", position, value)
+    new = [*HISTORY, {"role": "user", "content": "x"}]
+    with pytest.raises(TokenIdError, match=rf"stored_ids\[{position}\]") as error:
+        tt.merge_tokens(HISTORY, new, ids)
+    assert error.value.http_status == 400
+    with pytest.raises(TokenIdError, match=r"stored_ids\[0\]"):
+        tt.merge_tokens(HISTORY, new, "1 2 3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("new", "index"), [([*HISTORY, "hi"], 3), (["hi", *HISTORY[1:], {"role": "user", "content": "x"}], 0)]
+)
+def test_a_message_that_is_not_an_object_names_its_index(
+    qwen3_tokenizer: LocalTokenizer, new: list[Any], index: int
+) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    with pytest.raises(MessageError, match=f"message {index}: field 'message': must be an object, not str"):
+        tt.tokenize_additional_messages(HISTORY, new)
+
+
+@pytest.mark.parametrize(
+    ("tools", "where"),
+    [
+        ("get_weather", "tools[0]: field 'tools': must be a list of tool objects, not str"),
+        ([{"type": "function"}, 3], "tools[1]: field 'tool': must be an object, not int"),
+        (
+            [{"type": "function", "function": {"name": "f", "description": "a\ud800"}}],
+            "tools[0]: field 'function.description': contains a lone surrogate at character 1",
+        ),
+    ],
+)
+def test_bad_tool_definitions_name_the_tool_and_field(qwen3_tokenizer: LocalTokenizer, tools: Any, where: str) -> None:
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    for call in (lambda: tt.merge_tokens([], HISTORY[:2], [], tools), lambda: tt.render(HISTORY, tools)):
+        with pytest.raises(ToolDefinitionError, match=re.escape(where)):
+            call()

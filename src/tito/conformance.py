@@ -13,15 +13,16 @@ Imports tito.tokenizer and below.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tito.comparator import compare_token_sequences
-from tito.errors import TitoError
-from tito.families.base import Junction
-from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
-from tito.tokenizer_loading import Tokenizer
+from tito.errors import ConfigurationError, TitoError
+from tito.families.base import Family
+from tito.families.registry import get_family
+from tito.tokenizer import TitoTokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 Message = dict[str, Any]
 
@@ -195,8 +196,13 @@ class CaseResult:
     detail: str = ""
 
 
-def thinking_modes(tt: TitoTokenizer) -> list[bool | None]:
-    return [True, False] if tt.family.thinking_kwarg else [None]
+def thinking_modes(tt: TitoTokenizer, chat_template_kwargs: Mapping[str, Any] | None = None) -> list[bool | None]:
+    """Both modes of a family with a thinking switch, or only the one the given kwargs set."""
+    switch = tt.family.thinking_kwarg
+    if switch is None:
+        return [None]
+    given = (chat_template_kwargs or {}).get(switch)
+    return [True, False] if given is None else [bool(given)]
 
 
 def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
@@ -213,8 +219,8 @@ def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
     ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
     junction = tt.family.junction
-    if junction is Junction.STOP_IS_NEXT_OPENER:
-        stop = tt.family.extra.get("stop_after_tool_calls") if old[-1].get("tool_calls") else None
+    if junction.trailing_ids_dropped:  # the sampled stop token opens the next message: the turn's render lacks it
+        stop = tt.family.stop_after_tool_calls if old[-1].get("tool_calls") else None
         stop = stop or tt.family.end_of_turn
         return [*ids, *tt.tokenizer.encode(stop, add_special_tokens=False)]
     trailer_ids = tt.tokenizer.encode(junction.trailer, add_special_tokens=False) if junction.trailer else []
@@ -241,7 +247,7 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
     yield "merge_equals_full_render", not mismatches, "; ".join(str(m) for m in mismatches[:2])
-    kept = stored[: len(stored) - tt.family.junction.trailing_ids_dropped]
+    kept = stored[: tt.kept_stored_ids(stored)]
     ok = merged[: len(kept)] == kept
     yield "stored_ids_are_prefix", ok, "" if ok else "stored ids were changed"
 
@@ -255,24 +261,27 @@ def _first_diff(before: str, after: str) -> str:
 
 def run_matrix(
     tokenizer: Tokenizer,
-    family: str,
+    family: str | Family,
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
     allowed_append_roles: Sequence[str] | None = None,
 ) -> list[CaseResult]:
-    """Every check for every cut of every shape, in each thinking mode the family has.
+    """Every check for every cut of every shape, in each thinking mode the family has (only the one the kwargs
+    set, when they set the family's thinking switch).
 
     `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
-    session's harness gate would; None checks every role the family supports.
+    session's harness gate would; None checks every role the family supports. `family` is a registry name or a
+    Family value (a declaration under test).
     """
-    base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs, allowed_append_roles)
+    declared = get_family(family) if isinstance(family, str) else family
+    base = TitoTokenizer(tokenizer, declared, chat_template_kwargs, allowed_append_roles)
     all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
     results: list[CaseResult] = []
-    for thinking in thinking_modes(base):
+    for thinking in thinking_modes(base, chat_template_kwargs):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = get_tito_tokenizer(tokenizer, family, kwargs, allowed_append_roles)
+        tt = TitoTokenizer(tokenizer, declared, kwargs, allowed_append_roles)
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]
@@ -294,18 +303,17 @@ def run_matrix(
     return results
 
 
-_REAL_VOCABULARIES = {"qwen3": "qwen3", "qwennext": "qwen3", "qwen35": "qwen35", "deepseekv4": "deepseekv4"}
-
-
 def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
     """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
-    from tito.families.registry import get_family
     from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
 
     declared = get_family(family)
-    if declared.name in _REAL_VOCABULARIES:
-        return load_tokenizer(_REAL_VOCABULARIES[declared.name]), f"real {_REAL_VOCABULARIES[declared.name]} tokenizer"
-    if declared.name == "default":
-        raise TitoError("the default family needs --tokenizer DIR: a tokenizer with its own chat_template")
+    if declared.builtin_tokenizer is not None:
+        return load_tokenizer(declared.builtin_tokenizer), f"real {declared.builtin_tokenizer} tokenizer"
+    if declared.probed:
+        raise ConfigurationError(
+            f"the {declared.name} family probes a checkpoint's own template: pass --tokenizer DIR, a tokenizer with "
+            "its chat_template"
+        )
     markers = tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens]))
     return build_proxy_tokenizer(markers), "proxy: Qwen3 vocabulary + the family's markers as special tokens"

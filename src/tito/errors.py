@@ -2,10 +2,15 @@
 
 TitoError
  ├── ConfigurationError (400)      bad family, role set or kwargs at construction
+ │    ├── UnknownTemplateKwargError (400)  a kwarg the template never reads
+ │    └── PinnedKwargError (400)           a kwarg that contradicts a pinned one
  ├── MessageError (400)            a malformed message: which index, which field
+ ├── ToolDefinitionError (400)     a malformed tool definition: which index, which field
  ├── AppendOnlyError (400)         new messages do not extend the stored ones
  ├── RoleNotAllowedError (400)     an appended role outside the session's allowed roles
  ├── TemplateRenderError (400)     the chat template refused the conversation
+ ├── TokenIdError (400)            a token id that is not an int inside the vocabulary
+ ├── TruncatedTurnError (409)      a request extends a turn cut by the length limit
  ├── JunctionError (409)           stored ids cannot be extended (e.g. a turn cut by length)
  ├── TokenMismatchError (500)      incremental ids differ from the in-context ids
  ├── JournalError (500)           the session journal cannot be written or read back (which file, which offset)
@@ -33,6 +38,30 @@ class ConfigurationError(TitoError, ValueError):
     http_status = 400
 
 
+class UnknownTemplateKwargError(ConfigurationError):
+    """A chat-template kwarg the family's template (or encoder) never reads: a typo would silently do nothing."""
+
+    def __init__(self, family: str, kwarg: str, accepted: tuple[str, ...]) -> None:
+        self.family = family
+        self.kwarg = kwarg
+        self.accepted = accepted
+        super().__init__(f"unknown chat-template kwarg {kwarg!r}; {family} reads: {', '.join(accepted) or 'no kwargs'}")
+
+
+class PinnedKwargError(ConfigurationError):
+    """A chat-template kwarg that contradicts one the family pins to keep rendering append-only."""
+
+    def __init__(self, family: str, kwarg: str, pinned: object, given: object) -> None:
+        self.family = family
+        self.kwarg = kwarg
+        self.pinned = pinned
+        self.given = given
+        super().__init__(
+            f"family {family!r} pins {kwarg}={pinned!r} (got {given!r}): the pinned value keeps rendering "
+            "append-only; drop the kwarg or use the default family for a custom template"
+        )
+
+
 class MessageError(TitoError, ValueError):
     """A message that is not a valid OpenAI chat message."""
 
@@ -43,6 +72,18 @@ class MessageError(TitoError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"message {index}: field {field!r}: {problem}")
+
+
+class ToolDefinitionError(TitoError, ValueError):
+    """A `tools` entry that is not a tool definition tito can render."""
+
+    http_status = 400
+
+    def __init__(self, index: int, field: str, problem: str) -> None:
+        self.index = index
+        self.field = field
+        self.problem = problem
+        super().__init__(f"tools[{index}]: field {field!r}: {problem}")
 
 
 class AppendOnlyError(TitoError, ValueError):
@@ -83,16 +124,62 @@ class TemplateRenderError(TitoError, ValueError):
     http_status = 400
 
 
+class TokenIdError(TitoError, ValueError):
+    """An id in `completion_ids`, `stored_ids` (or another id argument) that is not an int inside the vocabulary."""
+
+    http_status = 400
+
+    def __init__(self, argument: str, position: int, value: object, vocabulary_size: int) -> None:
+        self.argument = argument
+        self.position = position
+        self.value = value
+        self.vocabulary_size = vocabulary_size
+        super().__init__(
+            f"{argument}[{position}] = {_clip(value)} is not a token id: ids are ints from 0 to {vocabulary_size - 1}"
+        )
+
+
 class JunctionError(TitoError):
     """Stored ids do not end the way the family's junction rule needs."""
 
     http_status = 409
+
+    def __init__(self, family: str, problem: str, last_id: int | None = None) -> None:
+        self.family = family
+        self.problem = problem
+        self.last_id = last_id
+        super().__init__(f"family {family}: {problem}")
+
+
+class TruncatedTurnError(TitoError):
+    """A request extends a generation that was cut by the length limit: its ids end mid-turn (409)."""
+
+    http_status = 409
+
+    def __init__(self, node_id: int, response_id: str) -> None:
+        self.node_id = node_id
+        self.response_id = response_id
+        super().__init__(
+            f"the request extends turn {node_id} (response {response_id}), which was cut by the length limit: its "
+            "ids end without a stop token, so it cannot be continued; retry that turn (resend the conversation "
+            "without its reply) or start from an earlier point"
+        )
 
 
 class TokenMismatchError(TitoError):
     """Incremental ids differ from what the tokenizer gives in context: never silently accepted."""
 
     http_status = 500
+
+    def __init__(self, family: str, position: int, expected: object, actual: object, detail: str = "") -> None:
+        self.family = family
+        self.position = position
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"family {family}: appended ids differ from the in-context render at token {position}: expected "
+            f"{_clip(expected)}, got {_clip(actual)}" + (f"; {detail}" if detail else "")
+        )
 
 
 def _clip(value: object, limit: int = 200) -> str:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from tito.errors import AppendOnlyError, RoleNotAllowedError
+from tito.errors import AppendOnlyError, MessageError, RoleNotAllowedError
 
 Message = Mapping[str, Any]
 MessageMatcher = Callable[[Message, Message], "str | None"]
@@ -128,11 +128,15 @@ def appended_messages(
     for index, (old, new) in enumerate(zip(stored, sent, strict=False) if not prefix_unchanged else ()):
         if old == new:
             continue
+        if not isinstance(new, Mapping):
+            raise MessageError(index, "message", f"must be an object, not {type(new).__name__}")
         field = matcher(old, new)
         if field is not None:
             raise AppendOnlyError(index, field, _field_value(old, field), _field_value(new, field))
     appended = list(sent[len(stored) :])
     for offset, message in enumerate(appended):
+        if not isinstance(message, Mapping):
+            raise MessageError(len(stored) + offset, "message", f"must be an object, not {type(message).__name__}")
         role = message.get("role")
         if role not in allowed_roles:
             raise RoleNotAllowedError(len(stored) + offset, str(role), tuple(allowed_roles))

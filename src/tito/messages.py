@@ -13,11 +13,21 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tito.errors import MessageError
+from tito.errors import MessageError, ToolDefinitionError
 from tito.families.base import ToolArguments
 
 Message = dict[str, Any]
 KNOWN_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _encodable(index: int, field: str, text: str | None) -> str | None:
+    """`text` unchanged when it is valid Unicode; a lone surrogate (from JSON `\\ud800`) cannot be tokenized."""
+    if text is not None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MessageError(index, field, f"contains a lone surrogate at character {exc.start}") from exc
+    return text
 
 
 def _text_content(index: int, content: Any) -> str | None:
@@ -49,6 +59,8 @@ def _tool_call(index: int, call_index: int, call: Any, arguments_style: ToolArgu
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
         raise MessageError(index, f"{where}.function.name", "must be a non-empty string")
     arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        _encodable(index, f"{where}.function.arguments", arguments)
     if isinstance(arguments, str) and arguments_style is ToolArguments.OBJECT:
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -69,10 +81,11 @@ def normalize_message(index: int, message: Any, arguments_style: ToolArguments) 
     if role not in KNOWN_ROLES:
         raise MessageError(index, "role", f"{role!r} is not one of {', '.join(KNOWN_ROLES)}")
     normalized: Message = dict(message)
-    normalized["content"] = _text_content(index, message.get("content"))
+    normalized["content"] = _encodable(index, "content", _text_content(index, message.get("content")))
     reasoning = message.get("reasoning_content")
     if reasoning is not None and not isinstance(reasoning, str):
         raise MessageError(index, "reasoning_content", "must be a string or null")
+    _encodable(index, "reasoning_content", reasoning)
     tool_calls = message.get("tool_calls")
     if tool_calls:
         if role != "assistant":
@@ -81,6 +94,33 @@ def normalize_message(index: int, message: Any, arguments_style: ToolArguments) 
             raise MessageError(index, "tool_calls", "must be a list")
         normalized["tool_calls"] = [_tool_call(index, i, call, arguments_style) for i, call in enumerate(tool_calls)]
     return normalized
+
+
+def check_tools(tools: Any) -> None:
+    """`tools` is None or a list of objects whose every string is valid Unicode (templates render them verbatim)."""
+    if tools is None:
+        return
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes):
+        raise ToolDefinitionError(0, "tools", f"must be a list of tool objects, not {type(tools).__name__}")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise ToolDefinitionError(index, "tool", f"must be an object, not {type(tool).__name__}")
+        _check_strings(index, "", tool)
+
+
+def _check_strings(index: int, path: str, value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolDefinitionError(index, path, f"contains a lone surrogate at character {exc.start}") from exc
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_strings(index, f"{path}.{key}" if path else str(key), key)
+            _check_strings(index, f"{path}.{key}" if path else str(key), item)
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            _check_strings(index, f"{path}[{position}]", item)
 
 
 def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, first_index: int = 0) -> list[Message]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 import jinja2.ext
+import jinja2.meta
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -70,6 +71,30 @@ def _environment() -> ImmutableSandboxedEnvironment:
     return env
 
 
+RENDERER_VARIABLES = frozenset({"messages", "tools", "documents", "add_generation_prompt"})
+"""What render_template passes itself; never a caller's chat-template kwarg."""
+SPECIAL_TOKEN_VARIABLES = frozenset({"bos_token", "eos_token", "pad_token", "unk_token"})
+"""What the tokenizer's special-token map supplies, as transformers does."""
+
+
+@lru_cache(maxsize=64)
+def template_kwargs_read(source: str) -> frozenset[str]:
+    """The chat-template kwargs a template reads: its undeclared variables (Jinja's syntax tree) less what the
+    renderer, the tokenizer's special tokens and the environment's globals supply, and less the template's own
+    variables (assigned in one branch, read in another) unless it asks `is defined` of them."""
+    environment = _environment()
+    tree = environment.parse(source)
+    variables = jinja2.meta.find_undeclared_variables(tree)
+    assigned = {node.name for node in tree.find_all(jinja2.nodes.Name) if node.ctx != "load"}
+    tested = {
+        test.node.name
+        for test in tree.find_all(jinja2.nodes.Test)
+        if test.name == "defined" and isinstance(test.node, jinja2.nodes.Name)
+    }
+    internal = assigned - tested  # set by the template itself (in some branch) and never checked for a caller's value
+    return frozenset(variables - internal - RENDERER_VARIABLES - SPECIAL_TOKEN_VARIABLES - set(environment.globals))
+
+
 @lru_cache(maxsize=64)
 def compile_template(source: str) -> jinja2.Template:
     """Compile once per distinct template text; compilation never happens on a turn's hot path."""
@@ -94,3 +119,5 @@ def render_template(
         )
     except jinja2.exceptions.TemplateError as exc:
         raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc
+    except (TypeError, ValueError, LookupError, AttributeError) as exc:  # a template applying a filter to bad data
+        raise TemplateRenderError(f"the chat template failed on the conversation: {type(exc).__name__}: {exc}") from exc

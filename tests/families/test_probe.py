@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import pytest
 
 from tests.conftest import reference_path
-from tito.conformance import run_matrix
+from tito.conformance import builtin_tokenizer_for, run_matrix
 from tito.errors import ConfigurationError
-from tito.families import VALID_APPEND_ROLES, Junction, get_family
+from tito.families import VALID_APPEND_ROLES, FixedTemplate, Junction, fixed_families, get_family
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -26,13 +29,64 @@ def test_an_append_only_template_gets_every_role_and_passes_the_matrix(qwen3_tok
     assert not failed, failed[:3]
 
 
-def test_a_template_that_rewrites_history_gets_no_role_and_says_why(qwen3_tokenizer: LocalTokenizer) -> None:
-    official = reference_path("templates", "qwen3.jinja").read_text(encoding="utf-8")
-    family = get_tito_tokenizer(with_template(qwen3_tokenizer, official), "default").family
-    assert family.supported_roles == ()
-    assert all("rewrites the earlier render" in verdict for verdict in family.extra["probe"].values())
+def test_the_official_qwen3_template_loses_the_roles_that_drop_earlier_reasoning(
+    qwen3_tokenizer: LocalTokenizer,
+) -> None:
+    """Official Qwen3 drops reasoning before the last user query: a user turn rewrites history (thinking on); with
+    thinking off it drops an earlier empty think block, so every role rewrites it."""
+    checkpoint = with_template(qwen3_tokenizer, reference_path("templates", "qwen3.jinja").read_text(encoding="utf-8"))
+    thinking = get_tito_tokenizer(checkpoint, "default").family
+    assert thinking.supported_roles == ("tool", "system", "assistant")
+    assert thinking.probe_report is not None
+    assert thinking.probe_report.describe("user") == "after a chat history appending it rewrites the earlier render"
+    plain = get_tito_tokenizer(checkpoint, "default", {"enable_thinking": False}).family
+    assert plain.supported_roles == ()
+    assert plain.probe_report is not None
+    assert all("rewrites the earlier render" in plain.probe_report.describe(role) for role in VALID_APPEND_ROLES)
     with pytest.raises(ConfigurationError, match="does not support appending"):
-        get_tito_tokenizer(with_template(qwen3_tokenizer, official), "default", allowed_append_roles=["user"])
+        get_tito_tokenizer(checkpoint, "default", {"enable_thinking": False}, allowed_append_roles=["tool"])
+
+
+@functools.cache
+def _builtin_tokenizer(family: str) -> LocalTokenizer:
+    tokenizer, _ = builtin_tokenizer_for(family)
+    assert isinstance(tokenizer, LocalTokenizer)
+    return tokenizer
+
+
+def _official_checkpoints() -> list[tuple[str, bool | None]]:
+    return [
+        (name, mode)
+        for name in fixed_families()
+        if get_family(name).official_template
+        for mode in ([True, False] if get_family(name).thinking_kwarg else [None])
+    ]
+
+
+@pytest.mark.parametrize(("family", "thinking"), _official_checkpoints())
+def test_the_probe_and_the_full_matrix_agree_on_every_official_template(family: str, thinking: bool | None) -> None:
+    """Every cut appending only probe-claimed roles passes the matrix, and every role the probe refuses breaks a
+    cut that appends it among claimed roles. A template without an end-of-turn token (GLM) is refused outright."""
+    declared = get_family(family)
+    tokenizer = _builtin_tokenizer(family)
+    assert declared.official_template is not None
+    official = reference_path("templates", declared.official_template).read_text(encoding="utf-8")
+    checkpoint = with_template(tokenizer, official)
+    kwargs = {} if thinking is None else {declared.thinking_kwarg or "": thinking}
+    if declared.junction is Junction.STOP_IS_NEXT_OPENER:
+        with pytest.raises(ConfigurationError, match="atomic end-of-turn token"):
+            get_tito_tokenizer(checkpoint, "default", kwargs)
+        return
+    probed = get_tito_tokenizer(checkpoint, "default", kwargs).family
+    claimed = dataclasses.replace(probed, fixed_template=FixedTemplate(None, {}, VALID_APPEND_ROLES))
+    results = run_matrix(checkpoint, claimed, kwargs, max_sequence_length=2)
+    supported = set(probed.supported_roles)
+    unsound = [r for r in results if not r.passed and set(r.appended_roles) <= supported]
+    assert not unsound, unsound[:3]
+    for role in set(VALID_APPEND_ROLES) - supported:
+        assert any(
+            not r.passed and role in r.appended_roles and set(r.appended_roles) <= supported | {role} for r in results
+        ), f"the probe refuses {role!r} ({probed.probe_report}), but the matrix passes every cut appending it"
 
 
 def test_a_role_the_template_refuses_is_not_claimed(qwen3_tokenizer: LocalTokenizer) -> None:
@@ -47,7 +101,8 @@ def test_a_role_the_template_refuses_is_not_claimed(qwen3_tokenizer: LocalTokeni
     )
     family = get_tito_tokenizer(with_template(qwen3_tokenizer, template), "default").family
     assert "system" not in family.supported_roles and "user" in family.supported_roles
-    assert "no mid-session system" in family.extra["probe"]["system"]
+    assert family.probe_report is not None
+    assert "no mid-session system" in family.probe_report.describe("system")
 
 
 def test_a_template_without_an_atomic_end_of_turn_is_refused(qwen3_tokenizer: LocalTokenizer) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tito.errors import AppendOnlyError, ConfigurationError, JunctionError
+from tito.errors import AppendOnlyError, ConfigurationError, TruncatedTurnError
 from tito.trajectory import create_trajectory
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError, ToolsChangedError
@@ -90,7 +90,7 @@ def test_a_turn_cut_by_length_cannot_be_extended_but_can_be_retried() -> None:
     trajectory = LinearTrajectory(SessionConfig())
     messages = [user("u0")]
     cut = commit(trajectory, messages, finish="length")
-    with pytest.raises(JunctionError, match="cut by length"):
+    with pytest.raises(TruncatedTurnError, match="cut by the length limit"):
         trajectory.plan([*messages, dict(cut.assistant), user("more")], None, "x", False)
     assert trajectory.plan(messages, None, "x", False).replaces == 0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tito.errors import JunctionError
+from tito.errors import TruncatedTurnError
 from tito.trajectory.events import SessionConfig, TrajectoryKind
 from tito.trajectory.nodes import NodeStore
 from tito.trajectory.picking import SampleHookError
@@ -131,7 +131,7 @@ def test_extending_a_length_cut_node_is_a_409_but_branching_before_it_is_fine() 
     t = tree()
     turn(t, [U1], "a1")
     turn(t, [U1, assistant("a1"), T1], "cut", finish_reason="length")
-    with pytest.raises(JunctionError, match=r"node 1 .*cut by the length limit") as caught:
+    with pytest.raises(TruncatedTurnError, match=r"turn 1 .*cut by the length limit") as caught:
         t.plan([U1, assistant("a1"), T1, assistant("cut"), T2], None, "f", False)
     assert caught.value.http_status == 409
     assert t.plan([U1, assistant("a1"), T1B], None, "f", False).parent_id == 0

@@ -56,6 +56,27 @@ class Junction(enum.Enum):
         """How many trailing stored ids a turn loses at the junction: the one number every consumer uses."""
         return 1 if self is Junction.STOP_IS_NEXT_OPENER else 0
 
+    def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
+        """How many of the stored ids the next prompt keeps verbatim (all but the dropped trailing ones)."""
+        return len(stored_ids) - self.trailing_ids_dropped
+
+    def closing_after(self, stop_token: str, end_of_turn: str, stop_closing: Mapping[str, str]) -> str | None:
+        """The text tito writes (as prompt) after stored ids that end with `stop_token`, before the junction's own
+        trailer; None when the family declares no way to continue after that token.
+
+        The end-of-turn token needs nothing; a stop token the template never writes (Qwen's `<|endoftext|>`)
+        gets its declared closing (`<|im_end|>`); STOP_IS_NEXT_OPENER drops whichever stop token was sampled.
+        """
+        if self is Junction.STOP_IS_NEXT_OPENER or stop_token == end_of_turn:
+            return ""
+        return stop_closing.get(stop_token)
+
+    def anchor_prefix(self, end_of_turn: str) -> str:
+        """Text encoded in front of the appended render so the tokenizer splits where it does in context; its
+        first id is checked to be the end-of-turn token and dropped. Empty for STOP_IS_NEXT_OPENER, whose
+        appended render starts with its own opener token."""
+        return "" if self is Junction.STOP_IS_NEXT_OPENER else end_of_turn + self.trailer
+
 
 class RenderContext(enum.Enum):
     """What a turn's appended messages are rendered after; decides that a turn's cost does not grow with history."""
@@ -117,6 +138,17 @@ class FixedTemplate:
 
 
 @dataclass(frozen=True)
+class ProbeReport:
+    """What the probe found for each append role of a checkpoint's template: None when the role appends
+    cleanly after every probe history, else the reason it does not."""
+
+    verdicts: Mapping[str, str | None]
+
+    def describe(self, role: str) -> str:
+        return self.verdicts.get(role) or "supported"
+
+
+@dataclass(frozen=True)
 class Family:
     """A model family's rendering contract."""
 
@@ -153,13 +185,33 @@ class Family:
     """Each way the fixed render differs from the official one, with its reason."""
     context: RenderContext = RenderContext.STUB
     """What appended messages are rendered after; the conformance matrix proves the choice exact."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    stop_closing: Mapping[str, str] = field(default_factory=dict)
+    """Stop tokens the template never writes at the end of a turn, each with the text tito writes after it (prompt,
+    loss mask 0) to close the turn the way the template does (Qwen: `<|endoftext|>` -> `<|im_end|>`). A stop
+    token that is neither the end of turn nor listed here cannot be continued (Junction.closing_after)."""
+    stop_after_tool_calls: str | None = None
+    """STOP_IS_NEXT_OPENER: the stop token the model samples after tool calls (GLM: `<|observation|>`), when it
+    differs from `end_of_turn`."""
+    encoder_kwargs: tuple[str, ...] = ()
+    """The chat-template kwargs a Python encoder reads (a jinja template's are read from its syntax tree)."""
+    builtin_tokenizer: str | None = None
+    """The builtin real tokenizer (tito.load_tokenizer name) for this family; None: a proxy with its markers."""
+    probed: bool = False
+    """The template is the checkpoint's own and roles, junction and end of turn are found by probing it (the
+    `default` family); a probed family renders after the full history (RenderContext.FULL_HISTORY)."""
+    probe_report: ProbeReport | None = None
+    """Per-role verdicts of the probe, once a probed family has been run on a checkpoint's template."""
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise ConfigurationError(f"family name {self.name!r} must be an identifier (one spelling everywhere)")
-        if self.fixed_template.template is None and self.encoder is None and self.name != "default":
+        if self.fixed_template.template is None and self.encoder is None and not self.probed:
             raise ConfigurationError(f"family {self.name!r} needs a jinja template or a Python encoder")
+        if self.probed and self.context is not RenderContext.FULL_HISTORY:
+            raise ConfigurationError(f"family {self.name!r} is probed, so it must render after the full history")
+        unknown_stops = [token for token in self.stop_closing if token not in self.stop_tokens]
+        if unknown_stops:
+            raise ConfigurationError(f"family {self.name!r}: stop_closing names {unknown_stops}, not stop tokens")
         if (
             self.end_of_turn
             and self.junction is not Junction.STOP_IS_NEXT_OPENER

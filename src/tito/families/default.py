@@ -18,4 +18,5 @@ DEFAULT = Family(
     assistant_opener="",
     output_format="plain",
     context=RenderContext.FULL_HISTORY,
+    probed=True,
 )

@@ -54,7 +54,7 @@ GLM47 = Family(
     ),
     tool_arguments=ToolArguments.OBJECT,
     official_template="glm-4.7.jinja",
-    extra={"stop_after_tool_calls": "<|observation|>"},
+    stop_after_tool_calls="<|observation|>",
     deviations=(
         "reasoning of every assistant is kept unless clear_thinking is true (official: kept only with "
         "clear_thinking=false, otherwise dropped before the last user message), so appending a user turn never "

@@ -20,6 +20,9 @@ import dataclasses
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _KIMI_STOPS = ("<|im_end|>", "[EOS]")
+_KIMI_STOP_CLOSING = {"[EOS]": "<|im_end|>"}
+"""`[EOS]` ends a document, not a turn: the template never writes it, so tito closes the turn after it with
+`<|im_end|>` (prompt ids, loss mask 0)."""
 _KIMI_SPECIALS = (
     "<|im_user|>",
     "<|im_assistant|>",
@@ -51,6 +54,7 @@ KIMI25 = Family(
     junction=Junction.PLAIN,
     end_of_turn="<|im_end|>",
     stop_tokens=_KIMI_STOPS,
+    stop_closing=_KIMI_STOP_CLOSING,
     assistant_opener="<|im_assistant|>assistant<|im_middle|>",
     output_format="kimi",
     special_tokens=_KIMI_SPECIALS,

@@ -12,6 +12,9 @@ import dataclasses
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 
 _QWEN_STOPS = ("<|im_end|>", "<|endoftext|>")
+_QWEN_STOP_CLOSING = {"<|endoftext|>": "<|im_end|>"}
+"""`<|endoftext|>` ends a document, not a turn: the template never writes it, so tito closes the turn after it with
+the template's `<|im_end|>` (prompt ids, loss mask 0) and the junction's `\\n` follows."""
 _QWEN_SPECIALS = (
     "<|im_start|>",
     "<|im_end|>",
@@ -40,10 +43,12 @@ QWEN3 = Family(
     junction=Junction.NEWLINE_AFTER_STOP,
     end_of_turn="<|im_end|>",
     stop_tokens=_QWEN_STOPS,
+    stop_closing=_QWEN_STOP_CLOSING,
     assistant_opener="<|im_start|>assistant\n",
     output_format="qwen3_json",
     special_tokens=_QWEN_SPECIALS,
     official_template="qwen3.jinja",
+    builtin_tokenizer="qwen3",
     deviations=(_KEEP_REASONING, _EMPTY_THINK),
 )
 
@@ -64,11 +69,13 @@ QWEN35 = Family(
     junction=Junction.NEWLINE_AFTER_STOP,
     end_of_turn="<|im_end|>",
     stop_tokens=_QWEN_STOPS,
+    stop_closing=_QWEN_STOP_CLOSING,
     assistant_opener="<|im_start|>assistant\n",
     output_format="qwen3_xml",
     special_tokens=_QWEN_SPECIALS,
     tool_arguments=ToolArguments.OBJECT,
     official_template="qwen3.5.jinja",
+    builtin_tokenizer="qwen35",
     deviations=(
         "reasoning of every assistant is kept (official Qwen3.5: only after the last user query; Qwen3.6 "
         "calls this preserve_thinking), so appending a user turn never rewrites history",

@@ -34,6 +34,11 @@ def list_families() -> list[str]:
     return list(FAMILIES)
 
 
+def fixed_families() -> list[str]:
+    """The families with a declared template or encoder, in declaration order: every one but the probed."""
+    return [name for name, family in FAMILIES.items() if not family.probed]
+
+
 def get_family(name: str) -> Family:
     """The family called `name` (or a known alias); the error lists the valid names."""
     family = FAMILIES.get(FAMILY_ALIASES.get(name, name))

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from tito.parsing.grammar import SENTINEL_FIRST, SENTINEL_RE, THINK_CLOSE, THINK_OPEN, OutputFormat
-from tito.tokenizer_loading import Tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 _SCAN_LIMIT = 4096
 """Up to this many ids, set intersection + list.index find markers fastest; beyond, bytes.find over packed ids."""

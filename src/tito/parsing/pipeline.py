@@ -18,7 +18,7 @@ from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Attempt, Body, OutputF
 from tito.parsing.markers import MarkerScanner, eos_tokens
 from tito.parsing.registry import get_output_format
 from tito.parsing.result import AssistantMessage, FinishReason, ParseResult, ToolCallAttempt, ToolSchema
-from tito.tokenizer_loading import Tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 
 @dataclass(frozen=True)

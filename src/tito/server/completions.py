@@ -98,7 +98,7 @@ def build_prompt_ids(
     prompt_ids = tito_tokenizer.merge_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
     if not plan.stored_messages:
         return prompt_ids, 0
-    return prompt_ids, len(plan.stored_ids) - tito_tokenizer.family.junction.trailing_ids_dropped
+    return prompt_ids, tito_tokenizer.kept_stored_ids(plan.stored_ids)
 
 
 def sampling_params(
@@ -120,7 +120,7 @@ def sampling_params(
         top_p=1.0 if request.top_p is None else request.top_p,
         top_k=request.top_k,
         min_p=request.min_p or 0.0,
-        stop_token_ids=state.tokenizers.stop_token_ids(tito_tokenizer),
+        stop_token_ids=tito_tokenizer.stop_token_ids,
         stop=stop,
         seed=request.seed,
         presence_penalty=request.presence_penalty or 0.0,

@@ -12,7 +12,8 @@ from tito.engines.instant import ReplyScript
 from tito.errors import ConfigurationError
 from tito.server.state import ServerOptions, ServerState
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
-from tito.tokenizer_loading import Tokenizer, load_tokenizer
+from tito.tokenizer_loading import load_tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 INSTANT_REPLY = "This is the instant engine's fixed reply: it measures tito, not a model."
 

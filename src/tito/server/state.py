@@ -13,7 +13,7 @@ from tito.engines.protocol import Engine
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
-from tito.tokenizer_loading import Tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 
 @dataclass(frozen=True)

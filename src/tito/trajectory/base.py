@@ -49,7 +49,7 @@ class Trajectory(Protocol):
     def plan(
         self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool
     ) -> TurnPlan:
-        """Where `messages` attach; raises AppendOnlyError (400, where it diverged), JunctionError (409, extends a
+        """Where `messages` attach; raises AppendOnlyError (400, where it diverged), TruncatedTurnError (409, extends a
         length-cut turn), a capacity error (max nodes). The role gate runs in merge_tokens. Mutates nothing."""
         ...
 

@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from tito.errors import AppendOnlyError, JunctionError, TitoError
+from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
@@ -67,10 +67,7 @@ class LinearTrajectory:
         if diverged is None:
             self._check_tools(tools)
             if head_turn.finish_reason == "length":
-                raise JunctionError(
-                    f"turn {head} was cut by length (its ids end without a stop token), so it cannot be extended; "
-                    "resend the conversation without its last assistant message to retry that turn"
-                )
+                raise TruncatedTurnError(head, head_turn.response_id)
             return TurnPlan(head, tuple(stored), array("i", self._ids), messages, messages[len(stored) :], self.version)
         head_start = self._turn_starts[-1]
         if diverged < head_start:

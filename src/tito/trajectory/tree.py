@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tito.errors import AppendOnlyError, JunctionError, TitoError
+from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.families import VALID_APPEND_ROLES
 from tito.matching import appended_messages, strict_match_key, strict_message_matches
 from tito.trajectory.base import TurnPlan
@@ -104,10 +104,7 @@ class TreeTrajectory:
         if parent_id is not None:
             parent = self.store.get(parent_id).turn
             if parent.finish_reason == "length":
-                raise JunctionError(
-                    f"the request extends node {parent_id} (response {parent.response_id}), which was cut by the "
-                    "length limit; a cut turn cannot be continued. Retry from an earlier point instead"
-                )
+                raise TruncatedTurnError(parent_id, parent.response_id)
         self._check_capacity()
         return self._plan(parent_id, messages, appended)
 

@@ -18,17 +18,15 @@ from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Juncti
 from tito.families.deepseek import v4, v32
 from tito.families.deepseek.common import (
     ASSISTANT,
+    ENCODER_KWARGS,
     EOS,
     PINNED_KWARGS,
     SPECIAL_TOKENS,
     THINK_END,
     THINK_START,
-    THINKING_ALIASES,
     effective_thinking,
     merge_thinking_kwargs,
 )
-
-_EXTRA = {"thinking_aliases": THINKING_ALIASES, "effective_thinking": effective_thinking}
 
 DEEPSEEKV32 = Family(
     name="deepseekv32",
@@ -46,7 +44,7 @@ DEEPSEEKV32 = Family(
     deviations=v32.DEVIATIONS,
     context=RenderContext.STUB,
     continuation_prompts=("\n\n" + THINK_START, "\n\n" + THINK_END),
-    extra=_EXTRA,
+    encoder_kwargs=ENCODER_KWARGS,
 )
 
 DEEPSEEKV4 = dataclasses.replace(
@@ -58,6 +56,8 @@ DEEPSEEKV4 = dataclasses.replace(
     deviations=v4.DEVIATIONS,
     context=RenderContext.LAST_MESSAGE,
     continuation_prompts=(),
+    encoder_kwargs=(*ENCODER_KWARGS, *v4.EFFORT_KWARGS),
+    builtin_tokenizer="deepseekv4",
 )
 """Same markers and junction as V3.2; its own encoder, and tool results open a user turn (no continuation)."""
 

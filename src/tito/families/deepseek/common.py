@@ -36,6 +36,9 @@ DEFAULT_THINKING = False
 PINNED_KWARGS: Mapping[str, Any] = {"drop_thinking": False}
 """Keep every assistant's reasoning wherever it stands, so appending never rewrites history."""
 
+ENCODER_KWARGS: tuple[str, ...] = (*THINKING_ALIASES, "drop_thinking")
+"""Every kwarg EncoderOptions reads; the V4 encoder reads its effort kwargs on top."""
+
 _MODE_VALUES = {"thinking": True, "chat": False}
 _RESPONSE_FORMAT = "## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n{schema}"
 

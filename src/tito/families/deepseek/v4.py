@@ -151,6 +151,10 @@ def _fold(messages: Sequence[Message]) -> list[_Block]:
     return blocks
 
 
+EFFORT_KWARGS: tuple[str, ...] = ("reasoning_effort", "reasoning_effort_profile")
+"""The kwargs _effort_prompt reads."""
+
+
 def _effort_prompt(kwargs: Mapping[str, Any]) -> str:
     profile = kwargs.get("reasoning_effort_profile") or "preview"
     if profile not in EFFORT_PROMPTS:
