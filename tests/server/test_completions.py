@@ -202,7 +202,7 @@ def test_a_turn_cut_by_length_cannot_be_extended_but_can_be_retried(server: Serv
     messages: list[Any] = [{"role": "user", "content": "long answer please"}]
     cut = sdk.chat.completions.create(model="m", messages=messages, max_tokens=2)
     assert cut.choices[0].finish_reason == "length"
-    with pytest.raises(openai.ConflictError, match="cut by length"):
+    with pytest.raises(openai.ConflictError, match="cut by the length limit"):
         sdk.chat.completions.create(model="m", messages=[*messages, as_message(cut), {"role": "user", "content": "go"}])
     assert turns_of(server, session_id)[0]["finish_reason"] == "length"
     again = sdk.chat.completions.create(model="m", messages=messages)
