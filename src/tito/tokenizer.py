@@ -8,7 +8,7 @@ end-of-turn or opener token. Those tokens are special and atomic, so the tokeniz
 and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
 and fails loudly if the tokenizer does not split there (Invariant 3).
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing; nothing above them.
+Imports from tito: errors, families, matching, messages, parsing, rendering, tokenizer_loading.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The `default` family makes no claims: each role is supported only if appending i
 conversations extends the earlier render byte for byte, shows the message's content, and ends with
 the generation prompt. The per-role verdicts are kept on the family (`extra["probe"]`) and reported.
 
-Imports families.base and errors only.
+Imports from tito: errors, families.base, families.default.
 """
 
 from __future__ import annotations

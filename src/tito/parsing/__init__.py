@@ -1,7 +1,7 @@
 """Sampled ids -> the OpenAI assistant message (reasoning, content, tool calls) for every family.
 
 `parse_completion` is the one entry point; `Family.output_format` names the grammar (registry.py).
-Knows nothing of sessions: imports families.base, tokenizer_loading and errors only.
+Knows nothing of sessions. Imports from tito: errors, families.base, tokenizer_loading, parsing (its modules).
 """
 
 from __future__ import annotations

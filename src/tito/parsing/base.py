@@ -10,7 +10,7 @@ run by run between marker ids. A marker the tokenizer does not keep atomic falls
 spelling is replaced by the sentinel. Sentinels left where no structure expects them are turned back
 into the marker's text in every output string.
 
-Imports tito.parsing's own modules and tito.families.base (for the Family type) only.
+Imports from tito: parsing.arguments, parsing.result, families.base (Family), tokenizer_loading (Tokenizer).
 """
 
 from __future__ import annotations
