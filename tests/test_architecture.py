@@ -1,8 +1,8 @@
 """Imports point down: each module's docstring states its import rule, the code keeps it, and the rule keeps
 docs/architecture.md's import table.
 
-A rule is one sentence of the module docstring, in one of three spellings:
-`Imports nothing from tito.`, `Imports nothing from tito but errors and families.base.` or
+A rule is one sentence of the module docstring, in one of three spellings: `Imports nothing from tito.` (the
+sentence may go on, e.g. `and nothing heavy`), `Imports nothing from tito but errors and families.base.` or
 `Imports from tito: errors, families.base (the Family type).` Names are relative to `tito`; a name allows
 that module and everything under it; a parenthesis after a name explains it. A package's `__init__` may
 import its own modules without naming them. Imports inside functions and under TYPE_CHECKING count too.
@@ -24,9 +24,9 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 _NAME = r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*"
 _ENTRY = _NAME + r"(?: \([^)]*\))?"
 _LIST = _ENTRY + r"(?:(?:,| and|, and) " + _ENTRY + r")*"
-_RULE = re.compile(
-    rf"\b[Ii]mports (?:nothing from tito(?: but (?P<but>{_LIST}))?|from tito: (?P<listed>{_LIST}))\.(?!\S)"
-)
+_END = r"\.(?!\S)"  # a full stop, not the dot inside a dotted name
+_NOTHING_BUT = rf"nothing from tito(?: but (?P<but>{_LIST}){_END}|(?! but\b))"
+_RULE = re.compile(rf"\b[Ii]mports (?:{_NOTHING_BUT}|from tito: (?P<listed>{_LIST}){_END})")
 _TABLE_ROW = re.compile(r"^\| `tito(?:\.(?P<unit>[a-z0-9_.]+))?` \| (?P<allowed>[^|]*) \|", re.MULTILINE)
 
 
@@ -149,6 +149,7 @@ def test_the_table_check_bites_when_a_row_is_narrowed() -> None:
 
 def test_the_rule_parser_reads_each_spelling_and_rejects_prose() -> None:
     assert stated_rule("Job.\n\nImports nothing from tito.") == set()
+    assert stated_rule("Job. Imports nothing from tito and nothing heavy.") == set()
     assert stated_rule("Job. Imports nothing from tito but errors,\ntrajectory.events and journal.codec.") == {
         "tito.errors", "tito.trajectory.events", "tito.journal.codec"}  # fmt: skip
     assert stated_rule("Job.\n\nImports from tito: families.base (the Family type), errors.") == {
