@@ -1,4 +1,4 @@
-"""Every registered family passes the conformance matrix: the invariants of DESIGN.md, per family.
+"""Every registered family passes the conformance matrix: the invariants of docs/architecture.md, per family.
 
 The matrix runs on the family's real tokenizer where a registry package ships it, otherwise on a proxy
 (Qwen3 vocabulary + the family's markers as special tokens). A negative control proves the checks bite.

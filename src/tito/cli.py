@@ -2,6 +2,7 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
+Imports from tito: _version, conformance, errors, families, journal, server, tokenizer, tokenizer_loading.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tito._version import package_version
 from tito.errors import TitoError
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
@@ -224,6 +226,7 @@ def _add_demo_command(commands: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tito", description="Token-exact multi-turn agent sessions for RL.")
+    parser.add_argument("--version", action="version", version=f"tito {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     render = commands.add_parser(
         "render", help="render a conversation with the family's fixed template (text and ids)",

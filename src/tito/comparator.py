@@ -6,7 +6,7 @@ different ids between special tokens are text mismatches, split by whether the t
 assistant turn (sampled text: expected to differ when a model's spelling is not canonical) or not
 (always a bug). Each report decodes the context around the first differing token.
 
-Imports nothing from tito but the Tokenizer protocol (tokenizer_protocol).
+Imports from tito: tokenizer_protocol.
 """
 
 from __future__ import annotations

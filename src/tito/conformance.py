@@ -7,7 +7,7 @@ rendered turn; and at token level that `merge_tokens` equals the ids of the full
 stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
 them: the full render's ids cut right after the sampled stop token.
 
-Imports tito.tokenizer and below.
+Imports from tito: comparator, errors, families, tokenizer, tokenizer_loading.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 `python -m tito.family_report > docs/families.md` writes it; tests/test_family_report.py fails when the
 committed file differs from what the registry and the matrix say now.
+
+Imports from tito: conformance (lazily, to run the matrix), families.
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ Stored ids must end with a stop token. After one the template never writes (Qwen
 follows as prompt ids. A request must append at least one message: resending exactly the stored conversation is
 an AppendOnlyError in every family, never a silent new generation prompt after the stored assistant.
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing, tito.tokenizer_protocol;
-nothing above them.
+Imports from tito: errors, families, matching, messages, parsing, rendering, tokenizer_protocol.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `local` imports torch and transformers, the HTTP engines httpx: none of them is imported by `import tito`.
 
-Imports nothing from tito but errors and the engine modules (lazily).
+Imports from tito: errors, engines (each implementation lazily).
 """
 
 from __future__ import annotations

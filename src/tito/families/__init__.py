@@ -1,4 +1,7 @@
-"""Model families: the registry, the Family value and the per-family declarations."""
+"""Model families: the registry, the Family value and the per-family declarations.
+
+Imports from tito: families.base, families.registry.
+"""
 
 from tito.families.base import (
     VALID_APPEND_ROLES,

@@ -2,6 +2,8 @@
 
 Its template, roles and junction are not declared but found: tito.families.probe runs the template
 on fixed probe conversations when a TitoTokenizer is built and keeps only what passed.
+
+Imports from tito: families.base.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ the generation prompt's `<|assistant|>`), so appended assistants need no end tok
 Evidence: shared/reference/templates/glm-4.7.jinja and glm-5.jinja (renders `<|observation|>` before the first
 of consecutive tool results and nothing after a turn); the published GLM-4 stop ids 151329/151336/151338 are
 `<|endoftext|>`, `<|user|>`, `<|observation|>`.
+
+Imports from tito: families.base.
 """
 
 from __future__ import annotations

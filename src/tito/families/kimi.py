@@ -11,6 +11,8 @@ reasoning of every assistant up to it, so a final answer (or an injected assista
 turns. Our templates pin `preserve_thinking=True` (K2.6's own switch; K2.5 had none) and keep every
 assistant's reasoning. Evidence: official `last_non_tool_call_assistant_msg` split. Pinned by
 tests/families/test_kimi.py (parity with the official templates, append-only matrix, negative control).
+
+Imports from tito: families.base.
 """
 
 from __future__ import annotations

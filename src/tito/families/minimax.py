@@ -11,6 +11,8 @@ Our template keeps every assistant's reasoning (`clear_thinking=False` pinned; t
 switch) and renders a later system message as a system turn. It is used for every role set, tool-only
 included: on tool-loop histories it renders byte-identically to the official one. Pinned by
 tests/families/test_minimax.py (parity, append-only matrix, negative control).
+
+Imports from tito: families.base.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The `default` family makes no claims: each role is supported only if appending i
 conversations extends the earlier render byte for byte, shows the message's content, and ends with
 the generation prompt. The per-role verdicts are kept on the family (`Family.probe_report`) and reported.
 
-Imports families.base, families.default, tokenizer_protocol and errors only.
+Imports from tito: errors, families.base, families.default, tokenizer_protocol.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Boundary fact (all three): the model stops at `<|im_end|>` (151645 / 248046), but the template writes
 `<|im_end|>\\n`, so the junction inserts the `\\n` (Junction.NEWLINE_AFTER_STOP); pinned by
 tests/test_tokenizer.py::test_merge_tokens_equals_full_render.
+
+Imports from tito: families.base.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The family registry: every family named once; lookups, listings and the fixed-template resolver.
 
-Imports the family modules and nothing above families/.
+Imports from tito: errors, families (its modules).
 """
 
 from __future__ import annotations

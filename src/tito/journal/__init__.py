@@ -2,7 +2,7 @@
 
 Layout (dependencies point down): recovery (open for a server: replay + repair + writer), compaction, inspect
 -> writer, replay -> codec (events <-> payloads), framing (records in segment bytes), segments (file names).
-Knows nothing of HTTP; imports from tito only errors and trajectory.events.
+Knows nothing of HTTP; its modules import only errors and trajectory.events. Imports from tito: journal (its modules).
 """
 
 from tito.journal.compaction import BackgroundCompactor, CompactionResult, compact, dead_sessions

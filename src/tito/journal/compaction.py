@@ -7,7 +7,7 @@ rename over `N.seg`; a segment left empty is removed; then the directory is fsyn
 journal reads as either the old or the new segment, and a leftover `.tmp` is removed by recovery.
 Only segments below the writer's active one are touched, so compaction runs beside a live writer.
 
-Imports nothing from tito but the journal's codec, framing, segments and writer.
+Imports from tito: journal.codec, journal.framing, journal.segments, journal.writer.
 """
 
 from __future__ import annotations

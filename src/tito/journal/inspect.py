@@ -2,7 +2,7 @@
 
 Exit 0 when the journal reads to its end, 1 when it is damaged (the report says where) or unreadable.
 
-Imports nothing from tito but errors and the journal's replay and segments.
+Imports from tito: errors, journal.replay, journal.segments.
 """
 
 from __future__ import annotations

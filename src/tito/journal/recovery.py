@@ -4,7 +4,7 @@ Repair keeps the journal readable end to end: a damaged segment is cut at its fi
 there (and any later segments, which replay could not use) move to `*.seg.damaged` files for a person to look
 at; an unfinished compaction's temp file is deleted (the segment it was rewriting is still whole).
 
-Imports nothing from tito but the journal's replay, segments and writer.
+Imports from tito: journal.framing, journal.replay, journal.segments, journal.writer.
 """
 
 from __future__ import annotations

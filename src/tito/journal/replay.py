@@ -4,7 +4,7 @@ Segments are read in order. The first torn or corrupt record ends the replay: wh
 of that segment and every later segment are dropped (their events may depend on the lost one) and named in the
 `ReplayReport`, with a warning. Reading never changes the directory (`tito.journal.recovery` repairs it).
 
-Imports nothing from tito but errors, trajectory.events and the journal's codec, framing and segments.
+Imports from tito: errors, trajectory.events, journal.codec, journal.framing, journal.segments.
 """
 
 from __future__ import annotations

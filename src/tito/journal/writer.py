@@ -9,7 +9,7 @@ the process being killed as soon as `append` returns. Power loss is what fsync i
 - `never`: the OS flushes when it likes.
 The writer always starts a new segment, so it never appends after bytes it has not read (see recovery).
 
-Imports nothing from tito but errors, trajectory.events and the journal's codec, framing and segments.
+Imports from tito: errors, trajectory.events, journal.codec, journal.framing, journal.segments.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The one way in is `TitoTokenizer.parse_completion` (and `TitoTokenizer.increment
 `build_completion_parser` gives the tokenizer its parser. `Family.output_format` names the grammar
 (registry.py). Modules: grammar.py (what a format parser reads), markers.py (ids -> marked text),
 parameters.py (the parameter-format skeleton), pipeline.py (the whole parse), incremental.py (the stream).
-Knows nothing of sessions: imports families.base, the Tokenizer protocol and errors only.
+Knows nothing of sessions. Imports from tito: errors, families.base, tokenizer_protocol, parsing (its modules).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 JSON formats keep the model's own argument text (never re-serialised), so a walker finds each
 top-level value's span with the stdlib decoder. Parameter formats (XML, DSML) carry one text per
 parameter; its type comes from the request's tool schema, and the object is serialised once with
-json.dumps. Imports nothing from tito.
+json.dumps. Imports from tito: parsing.result.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Evidence: the reference encoders (encoding_dsv32 / encoding_dsv4) write reasonin
 verbatim, then `\\n\\n` and a DSML block of invokes whose parameters say `string="true|false"`. Only
 `｜DSML｜` is an atomic token: the `<`, `</` and tag names around it are text, matched around its
 sentinel.
+
+Imports from tito: parsing.arguments, parsing.base, parsing.invoke.
 """
 
 from __future__ import annotations

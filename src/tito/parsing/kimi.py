@@ -4,6 +4,8 @@ Evidence: kimi-k2.5.jinja / kimi-k2.6.jinja write `<think>R</think>C` verbatim (
 `<|tool_calls_section_begin|>...<|tool_calls_section_end|>`; the call id is `functions.NAME:INDEX`
 and carries the name. Arguments are JSON text, kept exactly as sampled; the id is kept too, since
 the template renders it back.
+
+Imports from tito: parsing.arguments, parsing.base, parsing.result.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Evidence: minimax-m2.5.jinja writes `<think>\\nR\\n</think>\\n\\n` + content + `\\n<minimax:tool_call>\\n`
 + one `<invoke name="N">\\n<parameter name="K">V</parameter>\\n...</invoke>\\n` per call +
 `</minimax:tool_call>`; string values verbatim, others as JSON, so values are typed by the schema.
+
+Imports from tito: parsing.arguments, parsing.base, parsing.invoke.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The `default` family's output: content only, with a leading `<think>` block split off when present."""
+"""The `default` family's output: content only, with a leading `<think>` block split off when present.
+
+Imports from tito: parsing.arguments, parsing.base.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Format name -> parser: the one place `Family.output_format` binds to a grammar."""
+"""Format name -> parser: the one place `Family.output_format` binds to a grammar.
+
+Imports from tito: errors, parsing (its grammar modules).
+"""
 
 from __future__ import annotations
 

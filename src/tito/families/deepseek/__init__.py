@@ -8,6 +8,8 @@ that assistant's tool calls too, which order V4's tool results (RenderContext.LA
 tests/families/deepseek/test_families.py::test_suffix_after_the_declared_context_equals_full_render.
 
 `thinking`, `thinking_mode` and `enable_thinking` are one switch (see common.effective_thinking).
+
+Imports from tito: families.base, families.deepseek (its modules).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 V3.2 wraps the invokes in a `function_calls` block, V4 in a `tool_calls` block; everything inside is
 the same. A string argument is written verbatim with string="true"; anything else as JSON with
-string="false". Imports nothing from tito but errors and the DeepSeek common module.
+string="false". Imports from tito: errors, families.deepseek.common.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ prompt is the think token, not `<｜Assistant｜>`.
 Evidence: the reference encoder vendored by PyPI llm-router-utils (encoding_dsv32); pinning tests:
 tests/families/deepseek/test_v32.py (byte parity with drop_thinking=True and on every conversation
 whose reasoning the reference keeps; append-only for every role sequence).
+
+Imports from tito: errors, families.deepseek.common, families.deepseek.dsml.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ whole history (RenderContext.LAST_MESSAGE; tests/families/deepseek/test_families
 
 Evidence: the reference encoder vendored by PyPI llm-router-utils (encoding_dsv4); pinning tests:
 tests/families/deepseek/test_v4.py.
+
+Imports from tito: errors, families.deepseek.common, families.deepseek.dsml.
 """
 
 from __future__ import annotations
