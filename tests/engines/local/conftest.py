@@ -1,4 +1,7 @@
-"""Session-scoped local engines: the seeded tiny Qwen3 on the real Qwen3 vocabulary, and SmolLM2 (converted once)."""
+"""Session-scoped local engines: the seeded tiny Qwen3 on the real Qwen3 vocabulary, and SmolLM2 (converted once).
+
+One torch thread: on a loaded shared machine a 2-thread team waits on a descheduled thread at every op (10x slower).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, qwen3_tokenizer: Lo
 
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model_dir: Path, qwen3_tokenizer: LocalTokenizer) -> Iterator[LocalEngine]:
-    engine = LocalEngine.from_model_dir(tiny_model_dir, decode=qwen3_tokenizer.decode)
+    engine = LocalEngine.from_model_dir(tiny_model_dir, decode=qwen3_tokenizer.decode, threads=1)
     yield engine
     asyncio.run(engine.aclose())
 
@@ -35,6 +38,6 @@ def smollm2_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_engine(smollm2_dir: Path) -> Iterator[LocalEngine]:
-    engine = LocalEngine.from_model_dir(smollm2_dir)
+    engine = LocalEngine.from_model_dir(smollm2_dir, threads=1)
     yield engine
     asyncio.run(engine.aclose())

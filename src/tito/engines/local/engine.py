@@ -85,7 +85,11 @@ class LocalEngine:
         model_name: str,
         decode: Decode | None = None,
         prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+        threads: int | None = None,
     ) -> None:
+        """`threads`: torch's intra-op threads (process-wide); None keeps torch's default (one per core)."""
+        if threads is not None:
+            torch.set_num_threads(threads)
         model.eval()  # type: ignore[no-untyped-call]
         self._model = model
         self._device = next(model.parameters()).device
@@ -103,18 +107,23 @@ class LocalEngine:
 
     @classmethod
     def from_model_dir(
-        cls, path: Path, *, decode: Decode | None = None, prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES
+        cls,
+        path: Path,
+        *,
+        decode: Decode | None = None,
+        prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+        threads: int | None = None,
     ) -> LocalEngine:
         """Load a local transformers checkpoint; its tokenizer.json (when present) finds stop strings."""
         path = Path(path)
         if not (path / "config.json").is_file():
             raise EngineUnavailableError("local", f"{path} is not a transformers checkpoint (no config.json)")
+        # float32 on GPU too: logprobs a trainer compares with its own forward pass must not carry bf16 rounding.
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = torch.bfloat16 if device == "cuda" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, device_map=device)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, device_map=device)
         if decode is None and (path / "tokenizer.json").is_file():
             decode = _tokenizer_decode(BackendTokenizer.from_file(str(path / "tokenizer.json")))
-        return cls(model, model_name=path.name, decode=decode, prefix_cache_bytes=prefix_cache_bytes)
+        return cls(model, model_name=path.name, decode=decode, prefix_cache_bytes=prefix_cache_bytes, threads=threads)
 
     @classmethod
     def default(cls) -> LocalEngine:
@@ -124,6 +133,10 @@ class LocalEngine:
     @property
     def info(self) -> EngineInfo:
         return self._info
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
 
     @property
     def prefix_cache(self) -> PrefixCache:
