@@ -19,7 +19,9 @@ def make_request(prompt_ids: Sequence[int], session_id: str | None = None, **sam
     return GenerateRequest(list(prompt_ids), params, f"test-{next(_request_numbers)}", session_id)
 
 
-def forward_logprobs(model_dir: Path, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0):
+def forward_logprobs(
+    model_dir: Path, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0
+) -> list[float]:
     """log_softmax(logits / T) of each output id, from one plain forward pass over prompt + output (no cache)."""
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     ids = torch.tensor([[*prompt_ids, *output_ids]])
@@ -27,4 +29,5 @@ def forward_logprobs(model_dir: Path, prompt_ids: Sequence[int], output_ids: Seq
         logits = model(input_ids=ids).logits[0].float()
     positions = torch.arange(len(prompt_ids) - 1, ids.shape[1] - 1)
     logprobs = torch.log_softmax(logits[positions] / temperature, dim=-1)
-    return logprobs[torch.arange(len(output_ids)), torch.tensor(list(output_ids))].tolist()
+    picked: list[float] = logprobs[torch.arange(len(output_ids)), torch.tensor(list(output_ids))].tolist()
+    return picked

@@ -11,7 +11,7 @@ import pytest
 
 from tests.engines.local.helpers import forward_logprobs, make_request
 from tito.engines.local import LocalEngine
-from tito.engines.protocol import FinishKind, Generation, GenerationChunk, collect_stream
+from tito.engines.protocol import Finish, FinishKind, Generation, GenerationChunk
 from tito.errors import EngineRequestError, EngineUnavailableError
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -105,22 +105,20 @@ def test_a_rewritten_history_reuses_only_the_common_prefix(tiny_engine: LocalEng
 
 
 def test_abort_ends_a_running_stream_with_the_ids_so_far(tiny_engine: LocalEngine) -> None:
-    async def aborted() -> Generation:
+    async def aborted() -> tuple[list[int], Finish | None]:
         request = make_request(PROMPT, max_new_tokens=10_000, temperature=1.0, seed=1)
-        chunks = tiny_engine.stream(request)
-        first = await anext(chunks)
-        await tiny_engine.abort(request.request_id)
+        ids: list[int] = []
+        finish = None
+        async for chunk in tiny_engine.stream(request):
+            ids.extend(chunk.ids)
+            if len(ids) == 1:
+                await tiny_engine.abort(request.request_id)
+            finish = chunk.finish
+        return ids, finish
 
-        async def rest():  # type: ignore[no-untyped-def]
-            yield first
-            async for chunk in chunks:
-                yield chunk
-
-        return await collect_stream(rest(), 0.0)
-
-    generation = asyncio.run(aborted())
-    assert generation.finish.kind is FinishKind.ABORT
-    assert 1 <= len(generation.output_ids) < 10_000
+    ids, finish = asyncio.run(aborted())
+    assert finish is not None and finish.kind is FinishKind.ABORT
+    assert 1 <= len(ids) < 10_000
 
 
 @pytest.mark.parametrize(
