@@ -1,17 +1,27 @@
-"""HTTP engine client cost: tito's SGLang client side by side with a bare HTTP call, and reply parsing at 32k tokens.
+"""Engine speed: the HTTP engine clients' own cost, and the embedded `local` engine's throughput and prefix cache.
 
-Client overhead (issue #10 target: under 1 ms per request, excluding the engine). The in-test SGLang server
-(tests/engines/servers.py) runs in its own process and answers a 9-id prompt with 16 ids at once; requests go one
-at a time over a kept-alive connection:
+Section `http` (issue #10 targets: client overhead under 1 ms per request excluding the engine; a 32k-token reply
+parsed under 5 ms). The in-test SGLang server (tests/engines/servers.py) runs in its own process and answers a 9-id
+prompt with 16 ids at once; requests go one at a time over a kept-alive connection:
   client   SGLangEngine.generate: builds the body, POSTs it, decodes and checks the reply into compact arrays
   floor    the same pre-built body POSTed with a bare httpx.AsyncClient, the reply bytes read, nothing parsed
   overhead = client - floor: what tito adds to each engine call
-Reply parsing (target: under 5 ms for a 32k-token reply): one whole reply body, from bytes to a Generation's arrays:
+Reply parsing: one whole reply body, from bytes to a Generation's arrays:
   sglang   /generate: `output_ids` + `meta_info.output_token_logprobs` triples (3 JSON values per token)
   vllm     /v1/completions: `token_ids` + `logprobs.token_logprobs` (+ the `tokens` and `text_offset` vLLM adds)
   floor    orjson.loads of the same body alone: the least any JSON client pays
-Each figure is the best of several rounds. Run from the repository root:
-  PYTHONPATH=src python benchmarks/engines.py [--requests 500] [--rounds 5] [--tokens 32768]
+Each figure is the best of several rounds.
+
+Section `local`, for each model (the seeded tiny Qwen3 on the real Qwen3 vocabulary, and SmolLM2-135M-Instruct):
+  tok/s bs1 / bs8   sampled ids per second, one request alone and 8 concurrent requests (total), seeded sampling
+                    at temperature 1 after a 32-id prompt, no stop token (every request samples --new-tokens ids)
+  session           a 10-turn session (each turn appends --turn-tokens prompt ids after the previous prompt and
+                    reply, then samples --sampled-per-turn ids), with the prefix cache (one session id) and
+                    without (no session id): prompt ids prefilled, prefill seconds, their ratio, total seconds
+
+Run from the repository root:
+  PYTHONPATH=src python benchmarks/engines.py [--sections http local] [--requests 500] [--rounds 5] [--tokens 32768]
+      [--models tiny smollm2] [--new-tokens 64] [--turn-tokens 500] [--sampled-per-turn 50] [--threads N]
 """
 
 from __future__ import annotations
@@ -22,18 +32,22 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import orjson
 
 from tito.engines.http import HttpEngineClient
+from tito.engines.local import LocalEngine, build_tiny_model, default_model_dir
 from tito.engines.protocol import GenerateRequest, SamplingParams
 from tito.engines.sglang import SGLangEngine, generate_body, parse_reply
 from tito.engines.vllm import completion_arrays, only_choice
+from tito.tokenizer_loading import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 HTTP_OVERHEAD_TARGET_MS = 1.0
@@ -153,13 +167,70 @@ def http_reply_parsing(tokens: int, rounds: int) -> dict[str, tuple[float, float
     return {name: (best[name], best[f"{name} floor"]) for name in ("sglang", "vllm")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=500, help="requests per round [default: 500]")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds; the best is kept [default: 5]")
-    parser.add_argument("--tokens", type=int, default=32768, help="reply length to parse [default: 32768]")
-    args = parser.parse_args()
+def local_engine(model: str, workdir: Path, threads: int | None = None) -> LocalEngine:
+    """`tiny`: the seeded tiny Qwen3 (2 layers, hidden 64, Qwen3 vocabulary); `smollm2`: the default model."""
+    if model == "tiny":
+        directory = build_tiny_model(load_tokenizer("qwen3"), workdir / "tiny", seed=0)
+        return LocalEngine.from_model_dir(directory, threads=threads)
+    return LocalEngine.from_model_dir(default_model_dir(), threads=threads)
 
+
+def _sampled(
+    prompt_ids: list[int], new_tokens: int, seed: int, request_id: str, session_id: str | None = None
+) -> GenerateRequest:
+    params = SamplingParams(max_new_tokens=new_tokens, temperature=1.0, seed=seed)
+    return GenerateRequest(prompt_ids, params, request_id, session_id)
+
+
+def local_tokens_per_second(engine: LocalEngine, batch: int, new_tokens: int, vocab: int) -> float:
+    """Sampled ids per second over `batch` concurrent requests (total), prefill of a 32-id prompt included."""
+    rng = random.Random(batch)
+    requests = [
+        _sampled([rng.randrange(vocab) for _ in range(32)], new_tokens, i, f"tps-{batch}-{i}") for i in range(batch)
+    ]
+
+    async def run() -> int:
+        generations = await asyncio.gather(*(engine.generate(request) for request in requests))
+        return sum(len(generation.output_ids) for generation in generations)
+
+    started = time.perf_counter()
+    sampled = asyncio.run(run())
+    return sampled / (time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    prefill_tokens: int
+    prefill_seconds: float
+    total_seconds: float
+    cached_tokens: int
+
+
+def local_session_cost(
+    engine: LocalEngine, use_prefix_cache: bool, turns: int, turn_tokens: int, sampled_per_turn: int, vocab: int
+) -> SessionCost:
+    """One multi-turn session: each turn's prompt is the last prompt + its reply + `turn_tokens` new ids."""
+    rng = random.Random(0)
+    session_id = f"bench-{time.monotonic_ns()}" if use_prefix_cache else None
+    prompt: list[int] = []
+    cached = 0
+    before_tokens, before_seconds = engine.stats.prefill_tokens, engine.stats.prefill_seconds
+    started = time.perf_counter()
+    for turn in range(turns):
+        prompt = prompt + [rng.randrange(vocab) for _ in range(turn_tokens)]
+        request = _sampled(prompt, sampled_per_turn, turn, f"{session_id or 'nocache'}-{turn}", session_id)
+        generation = asyncio.run(engine.generate(request))
+        cached += generation.cached_tokens
+        prompt = prompt + generation.output_ids.tolist()
+    return SessionCost(
+        engine.stats.prefill_tokens - before_tokens,
+        engine.stats.prefill_seconds - before_seconds,
+        time.perf_counter() - started,
+        cached,
+    )
+
+
+def http_section(args: argparse.Namespace) -> None:
     with http_fake_server("sglang") as url:
         client_ms, floor_ms = asyncio.run(http_client_overhead(url, args.requests, args.rounds))
     overhead = client_ms - floor_ms
@@ -175,5 +246,51 @@ def main() -> None:
         print(f"{name:<14}{args.tokens:>10}{ms:>10.2f}{floor:>10.2f}  {verdict}")
 
 
+def local_section(args: argparse.Namespace) -> None:
+    print(
+        f"{'model':8} {'tok/s bs1':>9} {'tok/s bs8':>9} {'prefilled':>17} {'prefill s':>15} "
+        f"{'prefill ratio':>13} {'session s':>13}"
+    )
+    with tempfile.TemporaryDirectory() as workdir:
+        for model in args.models:
+            engine = local_engine(model, Path(workdir), args.threads)
+            vocab = engine.vocab_size
+            local_tokens_per_second(engine, 1, 4, vocab)  # warm-up: first-touch of the weights
+            single = local_tokens_per_second(engine, 1, args.new_tokens, vocab)
+            batched = local_tokens_per_second(engine, 8, args.new_tokens, vocab)
+            shape = (args.turns, args.turn_tokens, args.sampled_per_turn, vocab)
+            fresh = local_session_cost(engine, False, *shape)
+            reused = local_session_cost(engine, True, *shape)
+            asyncio.run(engine.aclose())
+            print(
+                f"{model:8} {single:9.1f} {batched:9.1f} {fresh.prefill_tokens:>8}/{reused.prefill_tokens:<8} "
+                f"{fresh.prefill_seconds:7.2f}/{reused.prefill_seconds:<7.2f} "
+                f"{fresh.prefill_seconds / reused.prefill_seconds:13.1f} "
+                f"{fresh.total_seconds:6.1f}/{reused.total_seconds:<6.1f}",
+                flush=True,
+            )
+    print("prefilled, prefill s, session s: without / with the prefix cache", file=sys.stderr)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", nargs="+", choices=("http", "local"), default=["http", "local"])
+    parser.add_argument("--requests", type=int, default=500, help="http: requests per round [500]")
+    parser.add_argument("--rounds", type=int, default=5, help="http: rounds; the best is kept [5]")
+    parser.add_argument("--tokens", type=int, default=32768, help="http: reply length to parse [32768]")
+    parser.add_argument("--models", nargs="+", choices=("tiny", "smollm2"), default=["tiny", "smollm2"])
+    parser.add_argument("--new-tokens", type=int, default=64, help="local: ids sampled per request for tok/s [64]")
+    parser.add_argument("--turns", type=int, default=10, help="local: turns of the session [10]")
+    parser.add_argument("--turn-tokens", type=int, default=500, help="local: new prompt ids per turn [500]")
+    parser.add_argument("--sampled-per-turn", type=int, default=50, help="local: ids sampled per turn [50]")
+    parser.add_argument("--threads", type=int, default=None, help="local: torch threads [torch's default]")
+    args = parser.parse_args()
+    if "http" in args.sections:
+        http_section(args)
+    if "local" in args.sections:
+        local_section(args)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

