@@ -2,7 +2,8 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, errors, families, journal, server, tokenizer, tokenizer_loading.
+Imports from tito: _version, conformance, engines, errors, families, journal, server, tokenizer, tokenizer_loading,
+trajectory.
 """
 
 from __future__ import annotations
