@@ -27,6 +27,10 @@ def keep_a_node_that_is_no_leaf(tree: TreeView) -> list[int]:
     return [next(node_id for node_id, node in tree.nodes.items() if node.children)]
 
 
+def keep_no_leaf(tree: TreeView) -> list[int]:
+    return []
+
+
 def reverse_the_samples(samples: list[Any], tree: TreeView) -> list[Any]:
     return samples[::-1]
 
@@ -63,6 +67,12 @@ def test_the_agents_reward_and_metadata_reach_every_sample_but_never_override_se
 def test_a_picker_by_import_path_chooses_the_leaves(serve: ServerFactory) -> None:
     picking = serve(sample_picker=f"{HOOKS}:keep_the_oldest_leaf")
     assert leaf_ids(samples(picking, branched_session(picking))) == [2]
+
+
+def test_a_picker_that_keeps_no_leaf_is_422_saying_so(serve: ServerFactory) -> None:
+    picky = serve(sample_picker=f"{HOOKS}:keep_no_leaf")
+    response = picky.http.post(f"/sessions/{branched_session(picky)}/samples")
+    assert response.status_code == 422 and "no leaf that the sample picker keeps" in response.json()["error"]["message"]
 
 
 def test_a_post_processor_by_import_path_reorders_the_samples(serve: ServerFactory) -> None:

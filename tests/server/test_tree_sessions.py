@@ -172,3 +172,22 @@ def test_the_node_limit_refuses_before_the_engine_is_called(tree_server: Server)
     with pytest.raises(openai.ConflictError, match="maximum of 2 nodes"):
         client(tree_server, session_id).chat.completions.create(model="m", messages=[user("a fresh start")])
     assert len(tree_server.engine.requests) == calls
+
+
+def test_an_sdk_retry_of_a_committed_request_gets_its_node_back_without_a_new_one(tree_server: Server) -> None:
+    session_id = tree_server.new_session()
+    url, body = f"/sessions/{session_id}/v1/chat/completions", {"messages": [user("once")]}
+    first = tree_server.http.post(url, json=body).json()
+    calls = len(tree_server.engine.requests)
+    assert tree_server.http.post(url, json=body, headers={"x-stainless-retry-count": "1"}).json() == first
+    assert len(tree_server.engine.requests) == calls and parents(tree_server, session_id) == {0: None}
+
+
+def test_appended_roles_pass_the_sessions_role_gate(tree_server: Server) -> None:
+    session_id = tree_server.new_session(allowed_append_roles=["user", "tool"])
+    messages = converse(tree_server, session_id, [[user("q0")]])
+    with pytest.raises(openai.BadRequestError, match="system"):
+        client(tree_server, session_id).chat.completions.create(
+            model="m", messages=[*messages, {"role": "system", "content": "new rules"}, user("q1")]
+        )
+    assert parents(tree_server, session_id) == {0: None}

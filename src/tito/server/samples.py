@@ -34,7 +34,8 @@ def build_samples(
         for sequence in trajectory.sample_sequences()
     ]
     if not built:
-        raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
+        problem = "no committed turns" if len(trajectory.store) == 0 else "no leaf that the sample picker keeps"
+        raise SampleAssemblyError(f"session {session_id} has {problem} to assemble a sample from")
     return trajectory.postprocess_samples(built)
 
 
