@@ -144,4 +144,5 @@ def test_tree_mode_with_the_default_picker_returns_exactly_the_linear_sample(
     linear, tree = taken[TrajectoryKind.LINEAR], taken[TrajectoryKind.TREE]
     for field in ["tokens", "loss_mask", "rollout_logprobs", "response_length", "status", "reward"]:
         assert tree[field] == linear[field], field
+    assert tree["metadata"]["num_turns"] == linear["metadata"]["num_turns"] == 4
     assert sum(linear["loss_mask"]) == sum(len(replies[i]) for i in (0, 2, 4, 5))  # not the superseded 1 and 3

@@ -19,3 +19,6 @@ def create_trajectory(config: SessionConfig) -> Trajectory:
     if config.trajectory is TrajectoryKind.LINEAR:
         return LinearTrajectory(config)
     return TreeTrajectory(config)
+
+
+__all__ = ["LinearTrajectory", "SessionConfig", "Trajectory", "TrajectoryKind", "TreeTrajectory", "create_trajectory"]
