@@ -2,7 +2,8 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, errors, families, journal, server, tokenizer, tokenizer_loading.
+Imports from tito: _version, conformance, engines, errors, families, journal, server, tokenizer, tokenizer_loading,
+trajectory.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
+    from tito.trajectory.events import TrajectoryKind
 
     options = ServerOptions(
         family=args.family,
@@ -154,6 +156,11 @@ def _serve(args: argparse.Namespace) -> int:
         session_ttl=args.session_ttl,
         max_body_bytes=args.max_body_bytes,
         engine_timeout=args.engine_timeout,
+        trajectory=TrajectoryKind(args.trajectory),
+        strict_append_only=args.strict_append_only,
+        max_nodes=args.max_nodes,
+        sample_picker=args.sample_picker,
+        sample_postprocessor=args.sample_postprocessor,
     )
     model_dir = Path(args.model) if args.model else None
     state = build_state(
@@ -204,6 +211,19 @@ def _add_serve_command(commands: Any) -> None:
                        help="largest request body [Default: 64 MiB]")  # fmt: skip
     serve.add_argument("--engine-timeout", type=float, default=600.0, metavar="SECONDS",
                        help="engine call timeout (504 after it) [Default: 600]")  # fmt: skip
+    serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
+                       help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
+                       "'tree' (every generation kept, divergence branches) [Default: linear]")  # fmt: skip
+    serve.add_argument("--strict-append-only", action="store_true",
+                       help="tree sessions: refuse any branch (400 showing where the request diverged)")  # fmt: skip
+    serve.add_argument("--max-nodes", type=int, metavar="N",
+                       help="tree sessions: generations kept per session at most [Default: no limit]")  # fmt: skip
+    serve.add_argument("--sample-picker", metavar="MODULE:FUNCTION",
+                       help="tree sessions: choose the leaves that become samples "
+                       "[Default: drop superseded retries]")  # fmt: skip
+    serve.add_argument("--sample-postprocessor", metavar="MODULE:FUNCTION",
+                       help="tree sessions: run on the assembled samples before they are returned "
+                       "[Default: none]")  # fmt: skip
     serve.add_argument("--debug", action="store_true", help="show tracebacks")
     serve.set_defaults(run=_serve)
 

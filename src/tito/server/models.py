@@ -40,14 +40,15 @@ class SessionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trajectory: Literal["linear", "tree"] = "linear"
+    trajectory: Literal["linear", "tree"] | None = None
+    """None: the server's `--trajectory`."""
     chat_template_kwargs: dict[str, Any] | None = None
     allowed_append_roles: list[str] | None = None
     ttl_seconds: float | None = Field(default=None, gt=0)
     max_nodes: int | None = Field(default=None, ge=1)
-    """Tree sessions: the most generations kept."""
-    strict_append_only: bool = False
-    """Tree sessions: refuse any branch instead of growing one."""
+    """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
+    strict_append_only: bool | None = None
+    """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
 
 
 class SamplesRequest(BaseModel):
