@@ -14,8 +14,16 @@ import httpx
 import openai
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai.lib.streaming.chat._completions import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
 
-from tests.server.conftest import Server
+from tests.parsing.cases import TOOLS as CASE_TOOLS
+from tests.parsing.cases import assistant_messages, case_names, get_case, render_completion
+from tests.parsing.test_incremental import PROPERTY, chunkings, chunks_of
+from tests.server.conftest import Server, ServerFactory
+from tito.server.streaming import ChunkEncoder, delta_object
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS = [
@@ -64,6 +72,43 @@ def raw_events(server: Server, session_id: str, body: dict[str, Any]) -> list[An
         assert response.headers["content-type"].startswith("text/event-stream")
         lines = [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
     return [line if line == "[DONE]" else orjson.loads(line) for line in lines]
+
+
+def sdk_message(events: list[bytes]) -> dict[str, Any]:
+    """The assistant message the openai SDK's own stream accumulator builds from the SSE events."""
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+    for event in events:
+        state.handle_chunk(ChatCompletionChunk.model_validate_json(event.removeprefix(b"data: ")))
+    message = state.current_completion_snapshot.choices[0].message.model_dump(exclude_none=True)
+    for call in message.get("tool_calls", []):
+        call.pop("index", None)
+    return dict(message)
+
+
+@pytest.mark.parametrize("name", case_names())
+@settings(PROPERTY, max_examples=10)  # the parser's own properties run more; this checks the wire and the SDK
+@given(data=st.data(), sizes=chunkings, cut=st.floats(0.0, 1.0), truncate=st.booleans())
+def test_for_every_family_and_chunking_the_sdk_accumulates_the_chunks_into_the_whole_parse(
+    name: str, data: st.DataObject, sizes: list[int], cut: float, truncate: bool
+) -> None:
+    case = get_case(name)
+    completion = render_completion(case, data.draw(assistant_messages(case)))
+    ids, prompt_ids = list(completion.completion_ids), completion.prompt_ids
+    if truncate:
+        ids = ids[: int(len(ids) * cut)]
+    whole = case.tito.parse_completion(ids, prompt_ids, CASE_TOOLS)
+    parser = case.tito.incremental_parser(prompt_ids, CASE_TOOLS)
+    encoder = ChunkEncoder("m")
+    events = [encoder.chunk({"role": "assistant", "content": ""})]
+    for chunk in chunks_of(ids, sizes):
+        deltas = parser.feed(chunk)
+        if deltas:
+            events.append(encoder.chunk(delta_object(deltas)))
+    rest, result = parser.finish()
+    events.append(encoder.chunk(delta_object(rest), result.finish_reason))
+    expected = {key: value for key, value in whole.message.items() if value not in (None, "", [])}
+    accumulated = {key: value for key, value in sdk_message(events).items() if value not in (None, "", [])}
+    assert accumulated == expected, case.tokenizer.decode(ids)
 
 
 @pytest.mark.parametrize("script", list(SCRIPTS))
@@ -223,3 +268,16 @@ def test_an_sdk_retry_of_a_committed_streamed_turn_streams_it_again_without_samp
     content = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in first[:-1])
     assert "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in again) == content
     assert again[0]["id"] == first[0]["id"]
+
+
+def test_a_stream_past_the_engine_timeout_aborts_and_ends_with_a_timeout_error(
+    serve: ServerFactory, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    impatient = serve(engine_timeout=0.3)
+    impatient.engine.queue(qwen3_tokenizer.encode(SCRIPTS["content"], add_special_tokens=False))
+    impatient.engine.delay = 0.1
+    session_id = impatient.new_session()
+    events = raw_events(impatient, session_id, {})
+    assert events[-1]["error"]["type"] == "EngineTimeoutError" and "--engine-timeout" in events[-1]["error"]["message"]
+    assert impatient.engine.aborted == [impatient.engine.requests[-1].request_id]
+    assert turns_of(impatient, session_id) == []
