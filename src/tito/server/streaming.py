@@ -91,9 +91,9 @@ class ChunkEncoder:
         return self._head + b',"choices":[],"usage":' + orjson.dumps(usage) + b"}\n\n"
 
 
-def error_event(exc: TitoError) -> bytes:
-    """An SSE error in OpenAI's shape: the openai SDK raises it as an APIError."""
-    return b"event: error\ndata: " + orjson.dumps(error_body(exc)) + b"\n\n"
+def error_event(body: dict[str, Any]) -> bytes:
+    """An SSE error with an error body (OpenAI's shape): the openai SDK raises it as an APIError."""
+    return b"event: error\ndata: " + orjson.dumps(body) + b"\n\n"
 
 
 def delta_object(deltas: Sequence[Delta]) -> dict[str, Any]:
@@ -175,7 +175,13 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
         return
     except TitoError as exc:
         state.metrics.errors.labels(type(exc).__name__).inc()
-        yield error_event(exc)
+        yield error_event(error_body(exc))
+        return
+    except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in OpenAI's shape
+        state.metrics.errors.labels("InternalError").inc()
+        yield error_event(
+            {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}
+        )
         return
     for event in _ending(encoder, turn, delta_object(last_deltas), state.model_name, _include_usage(request)):
         yield event
