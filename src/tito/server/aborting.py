@@ -5,7 +5,7 @@ watch calls `engine.abort(request_id)` once and remembers why. The engine call t
 turn commits nothing, and the error that leaves names the reason. One mechanism for the whole-reply and the
 streaming paths.
 
-Imports nothing from tito but errors, engines.protocol and server modules.
+Imports from tito: engines.protocol, errors, server.errors, server.sessions.
 """
 
 from __future__ import annotations

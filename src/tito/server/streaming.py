@@ -18,7 +18,8 @@ An engine error, a session deleted mid-turn or `--engine-timeout` ends the strea
 data is OpenAI's `{"error": {"type", "message"}}` (the SDK raises it) and commits nothing; a client that
 disconnects gets its engine request aborted (server.aborting) and commits nothing.
 
-Imports nothing from tito but errors, engines.protocol, parsing, trajectory and server modules.
+Imports from tito: engines.protocol, errors, parsing.incremental, server.aborting, server.completions, server.errors,
+server.models, server.state, trajectory.events.
 """
 
 from __future__ import annotations
