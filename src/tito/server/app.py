@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
+from tito.server.aborting import TurnWatch
 from tito.server.completions import (
     build_turn,
     fingerprint,
@@ -36,6 +37,7 @@ from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.samples import build_samples
 from tito.server.state import ServerState
+from tito.server.streaming import streamed_reply
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
@@ -178,19 +180,20 @@ def create_app(state: ServerState) -> FastAPI:
         body = await read_body(request, options.max_body_bytes)
         chat = parse_chat_request(body)
         prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
+        if chat.stream:
+            return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
             return json_response(reply_body(prepared, state.model_name))
         engine_started = time.monotonic()
-        generation = await generate(state, prepared)
+        async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
+            generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
         turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info.name)
         await registry.commit(session, prepared.plan, turn)
         reply = json_response(reply_body(turn, state.model_name))
-        metrics.turns.inc()
-        metrics.tokens_in.inc(len(prepared.prompt_ids))
-        metrics.tokens_out.inc(len(generation.output_ids))
-        metrics.engine_seconds.observe(engine_seconds)
-        metrics.added_seconds.observe(time.monotonic() - started - engine_seconds)
+        metrics.observe_turn(
+            len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
+        )
         return reply
 
     @app.post("/sessions/{session_id}/samples")

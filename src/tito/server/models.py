@@ -13,6 +13,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -32,6 +38,9 @@ class ChatCompletionRequest(BaseModel):
     repetition_penalty: float | None = None
     n: int | None = Field(default=None, ge=1)
     stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    return_token_ids: bool = False
+    """tito's extension (the SDK's `extra_body`): each streamed chunk carries the ids it covers and their logprobs."""
     chat_template_kwargs: dict[str, Any] | None = None
 
 
