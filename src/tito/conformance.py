@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.comparator import compare_token_sequences
+from tito.content_tokens import ContentSpecialTokens
 from tito.errors import TitoError
 from tito.families.base import Junction
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
@@ -165,6 +166,23 @@ def shapes() -> dict[str, list[Turn]]:
     }  # fmt: skip
 
 
+def quoted_marker_shapes(markers: Sequence[str]) -> dict[str, list[Turn]]:
+    """Content in every role quoting think tags and every marker of the family (tool output and compaction
+    summaries quote them all the time): rendered verbatim, tokenized per the content mode."""
+    quoted = " ".join(dict.fromkeys(["<think>x</think>", *markers]))
+    return {
+        "quoted_markers": [
+            _msg("system", f"Quote: {quoted}"),
+            _msg("user", f"Echo {quoted}"),
+            _assistant(f"Echoed {quoted}", "Quote them.", [WEATHER]),
+            _msg("tool", f"tool said {quoted}", tool_call_id="call_1"),
+            Turn({"role": "assistant", "content": f"Summary: tool said <think>x</think> then {quoted}"}),
+            _msg("user", f"Again {quoted}"),
+            _assistant(f"Done {quoted}", "Done."),
+        ],
+    }
+
+
 def role_sequence_shapes(roles: Sequence[str], max_length: int) -> dict[str, list[Turn]]:
     """After a tool-calling assistant, append every sequence of `roles` up to `max_length`, then generate."""
     result: dict[str, list[Turn]] = {}
@@ -211,7 +229,7 @@ def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
 
 def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
-    ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
+    ids = tt.tokenize(old, TOOLS)
     junction = tt.family.junction
     if junction is Junction.STOP_IS_NEXT_OPENER:
         stop = tt.family.extra.get("stop_after_tool_calls") if old[-1].get("tool_calls") else None
@@ -237,7 +255,7 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     ok = before.startswith(prompt)
     yield "prompt_prefix_of_turn", ok, "" if ok else _first_diff(prompt, before)
     stored = simulated_stored_ids(tt, old)
-    expected = tt.tokenizer.encode(after, add_special_tokens=False)
+    expected = tt.tokenize(new, TOOLS, add_generation_prompt=True)
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
     yield "merge_equals_full_render", not mismatches, "; ".join(str(m) for m in mismatches[:2])
@@ -259,20 +277,28 @@ def run_matrix(
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
     allowed_append_roles: Sequence[str] | None = None,
+    content_special_tokens: ContentSpecialTokens = None,
 ) -> list[CaseResult]:
     """Every check for every cut of every shape, in each thinking mode the family has.
 
     `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
-    session's harness gate would; None checks every role the family supports.
+    session's harness gate would; None checks every role the family supports. `content_special_tokens` is the
+    content mode the token-level checks run in (tito.content_tokens).
     """
     base = get_tito_tokenizer(tokenizer, family, chat_template_kwargs, allowed_append_roles)
-    all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
+    all_shapes = {
+        **shapes(),
+        **quoted_marker_shapes((*base.family.special_tokens, *base.family.stop_tokens)),
+        **role_sequence_shapes(base.allowed_append_roles, max_sequence_length),
+    }
     results: list[CaseResult] = []
     for thinking in thinking_modes(base):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = get_tito_tokenizer(tokenizer, family, kwargs, allowed_append_roles)
+        tt = get_tito_tokenizer(
+            tokenizer, family, kwargs, allowed_append_roles, content_special_tokens=content_special_tokens
+        )
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]

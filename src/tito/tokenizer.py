@@ -8,7 +8,8 @@ end-of-turn or opener token. Those tokens are special and atomic, so the tokeniz
 and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
 and fails loudly if the tokenizer does not split there (Invariant 3).
 
-Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing; nothing above them.
+Imports tito.families, tito.rendering, tito.messages, tito.matching, tito.parsing, tito.content_tokens; nothing above
+them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tito.content_tokens import ContentSpecialTokens, ContentTokenizer, MarkedRender, resolve_content_modes
 from tito.errors import ConfigurationError, JunctionError, TemplateRenderError, TokenMismatchError
 from tito.families.base import VALID_APPEND_ROLES, Family, Junction, RenderContext
 from tito.families.probe import probe_default_family
@@ -78,8 +80,10 @@ class TitoTokenizer:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         allowed_append_roles: Sequence[str] | None = None,
         matcher: MessageMatcher = strict_message_matches,
+        content_special_tokens: ContentSpecialTokens = None,
     ) -> None:
         self.tokenizer = tokenizer
+        self.content_modes = resolve_content_modes(content_special_tokens)
         self.template_kwargs = merge_template_kwargs(family, chat_template_kwargs)
         special = getattr(tokenizer, "special_tokens_map", None) or {}
         render_kwargs = {key: special[key] for key in _SPECIAL_TOKEN_KEYS if isinstance(special.get(key), str)}
@@ -94,6 +98,7 @@ class TitoTokenizer:
         self._stop_ids = frozenset(self._atomic_id(token) for token in family.stop_tokens)
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._parser = get_completion_parser(family, tokenizer)
+        self._content = ContentTokenizer(tokenizer, self.content_modes, (*family.special_tokens, *family.stop_tokens))
         self._stub_context_text = ""
         if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
             self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
@@ -156,6 +161,21 @@ class TitoTokenizer:
         """The fixed template's text for `messages`; allowed roles never change it (Invariant 5)."""
         return self._render(self.normalize(messages), tools, add_generation_prompt)
 
+    def tokenize(self, messages: Sequence[Any], tools: Tools = None, add_generation_prompt: bool = False) -> list[int]:
+        """The canonical ids of the whole render, in this tokenizer's content mode (tito.content_tokens)."""
+        normalized = self.normalize(messages)
+        text = self._render(normalized, tools, add_generation_prompt)
+        return self._content.encode(self._marked_render(normalized, 0, text, tools, add_generation_prompt))
+
+    def _marked_render(
+        self, messages: list[Message], first_marked: int, plain_text: str, tools: Tools, generation: bool
+    ) -> MarkedRender:
+        """`plain_text` with the spans of text-mode content from `messages[first_marked:]` (none in control mode)."""
+        if not self._content.marks_any(messages[first_marked:]):
+            return MarkedRender(plain_text, ())
+        marked = [*messages[:first_marked], *self._content.mark(messages[first_marked:])]
+        return self._content.locate(self._render(marked, tools, generation), plain_text, self.family.name)
+
     def tokenize_additional_messages(
         self, old_messages: Sequence[Any], new_messages: Sequence[Any], tools: Tools = None
     ) -> list[int]:
@@ -167,7 +187,8 @@ class TitoTokenizer:
             appended_messages(old_messages, new_messages, self.allowed_append_roles, self.matcher), len(old_messages)
         )
         if not old_messages:
-            return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
+            first_prompt = self._render(appended, tools, True)
+            return self._content.encode(self._marked_render(appended, 0, first_prompt, tools, True))
         last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
         if last["role"] != "assistant":
             raise JunctionError(
@@ -188,10 +209,15 @@ class TitoTokenizer:
                 f"stored conversation at character {offset}: {context_text[offset : offset + 60]!r} became "
                 f"{full_text[offset : offset + 60]!r}; the template is not append-only for this sequence"
             )
-        return self._appended_ids(context_text, full_text[len(context_text) :], len(old_messages))
+        marked = self._marked_render([*context, *appended], len(context), full_text, context_tools, True)
+        suffix = MarkedRender(
+            full_text[len(context_text) :],
+            tuple((start - len(context_text), end - len(context_text)) for start, end in marked.content_spans),
+        )
+        return self._appended_ids(context_text, suffix, len(old_messages))
 
-    def _appended_ids(self, context_text: str, suffix_text: str, first_index: int) -> list[int]:
-        family = self.family
+    def _appended_ids(self, context_text: str, suffix: MarkedRender, first_index: int) -> list[int]:
+        family, suffix_text = self.family, suffix.text
         if family.junction is Junction.STOP_IS_NEXT_OPENER:
             opener = max((t for t in self._opener_ids if suffix_text.startswith(t)), key=len, default=None)
             if opener is None:
@@ -200,7 +226,7 @@ class TitoTokenizer:
                     f"({', '.join(self._opener_ids)}), but starts with {suffix_text[:40]!r}"
                 )
             anchor_text, anchor_id = "", self._opener_ids[opener]
-            ids = self.tokenizer.encode(suffix_text, add_special_tokens=False)
+            ids = self._content.encode(suffix)
             checked = ids
         else:
             anchor_text = family.end_of_turn + family.junction.trailer
@@ -210,9 +236,8 @@ class TitoTokenizer:
                     f"junction rule {family.junction.value} expects {anchor_text!r}: template and family disagree"
                 )
             anchor_id = self._end_of_turn_id if self._end_of_turn_id is not None else -1
-            ids = self.tokenizer.encode(
-                family.end_of_turn + family.junction.trailer + suffix_text, add_special_tokens=False
-            )
+            shifted = tuple((start + len(anchor_text), end + len(anchor_text)) for start, end in suffix.content_spans)
+            ids = self._content.encode(MarkedRender(anchor_text + suffix_text, shifted))
             checked, ids = ids, ids[1:]
         if not checked or checked[0] != anchor_id:
             got = checked[0] if checked else None
@@ -267,6 +292,14 @@ def get_tito_tokenizer(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     allowed_append_roles: Sequence[str] | None = None,
     matcher: MessageMatcher = strict_message_matches,
+    content_special_tokens: ContentSpecialTokens = None,
 ) -> TitoTokenizer:
-    """A TitoTokenizer for `family` (a registry name); `allowed_append_roles=None` allows all the family supports."""
-    return TitoTokenizer(tokenizer, get_family(family), chat_template_kwargs, allowed_append_roles, matcher)
+    """A TitoTokenizer for `family` (a registry name); `allowed_append_roles=None` allows all the family supports.
+
+    `content_special_tokens` says whether special-token text inside message content becomes control tokens
+    (`"control"`, as `apply_chat_template(tokenize=True)` does) or stays plain text (`"text"`): one mode for every
+    role or a per-role mapping; the default is `"text"` for tool output and `"control"` for the other roles.
+    """
+    return TitoTokenizer(
+        tokenizer, get_family(family), chat_template_kwargs, allowed_append_roles, matcher, content_special_tokens
+    )

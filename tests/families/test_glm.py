@@ -118,10 +118,7 @@ def test_with_clear_thinking_true_the_fixed_template_is_the_official_one(
 def spell_out_empty_reasoning(messages: list[Message]) -> list[Message]:
     """What the deviation changes: an assistant with no reasoning renders as one whose reasoning is blank."""
     return [
-        {**m, "reasoning_content": " "}
-        if m["role"] == "assistant"
-        and not m.get("reasoning_content")
-            else m
+        {**m, "reasoning_content": " "} if m["role"] == "assistant" and not m.get("reasoning_content") else m
         for m in messages
     ]
 
