@@ -16,11 +16,10 @@ Imports tito.errors, tito.messages and tito.tokenizer_loading; nothing above the
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from tokenizers import Tokenizer as BackendTokenizer
 
@@ -185,13 +184,16 @@ def _backend(tokenizer: Tokenizer) -> BackendTokenizer | None:
 
 
 def _without_added_tokens(tokenizer: Tokenizer) -> BackendTokenizer:
-    """The same normalizer, pre-tokenizer and model with no added tokens: text in, ordinary-text ids out."""
+    """The same normalizer, pre-tokenizer and model (shared, not copied) with no added tokens: ordinary-text ids."""
     backend = _backend(tokenizer)
     if backend is None:
         raise ConfigurationError(
             "content_special_tokens='text' needs a `tokenizers`-backed tokenizer (a transformers fast tokenizer or "
             "tito.load_tokenizer); use 'control' with this one"
         )
-    data: dict[str, Any] = json.loads(backend.to_str())
-    data["added_tokens"] = []
-    return BackendTokenizer.from_str(json.dumps(data))
+    plain = BackendTokenizer(backend.model)
+    if backend.normalizer is not None:
+        plain.normalizer = backend.normalizer
+    if backend.pre_tokenizer is not None:
+        plain.pre_tokenizer = backend.pre_tokenizer
+    return plain
