@@ -227,9 +227,9 @@ def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
     return messages
 
 
-def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
+def simulated_stored_ids(tt: TitoTokenizer, old: list[Message], tools: Sequence[Message] | None = TOOLS) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
-    ids = tt.tokenize(old, TOOLS)
+    ids = tt.tokenize(old, tools)
     junction = tt.family.junction
     if junction is Junction.STOP_IS_NEXT_OPENER:
         stop = tt.family.extra.get("stop_after_tool_calls") if old[-1].get("tool_calls") else None
