@@ -176,6 +176,7 @@ def quoted_marker_shapes(markers: Sequence[str]) -> dict[str, list[Turn]]:
             _msg("user", f"Echo {quoted}"),
             _assistant(f"Echoed {quoted}", "Quote them.", [WEATHER]),
             _msg("tool", f"tool said {quoted}", tool_call_id="call_1"),
+            _msg("system", f"Note: {quoted}"),
             Turn({"role": "assistant", "content": f"Summary: tool said <think>x</think> then {quoted}"}),
             _msg("user", f"Again {quoted}"),
             _assistant(f"Done {quoted}", "Done."),
