@@ -23,7 +23,7 @@ from typing import Literal, get_args
 
 from tokenizers import Tokenizer as BackendTokenizer
 
-from tito.errors import ConfigurationError, MessageError, TemplateRenderError
+from tito.errors import ConfigurationError, TemplateRenderError
 from tito.messages import KNOWN_ROLES, Message
 from tito.tokenizer_loading import Tokenizer
 
@@ -41,9 +41,23 @@ DEFAULT_CONTENT_MODES: Mapping[str, ContentMode] = {
 """Tool output is what an agent reads from the world (files, web pages, other models), so its special-token text
 stays text; the other roles keep parity with the standard pipeline unless the caller opts in."""
 
-OPEN_SENTINEL = "\U000f0000"
-CLOSE_SENTINEL = "\U000f0001"
 Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Sentinels:
+    """Two private-use characters that wrap marked content; chosen absent from the plain render, so every one in
+    the marked render is ours."""
+
+    open: str
+    close: str
+
+    @classmethod
+    def absent_from(cls, text: str) -> Sentinels:
+        for base in range(0xF0000, 0xFFFFE, 2):
+            if chr(base) not in text and chr(base + 1) not in text:
+                return cls(chr(base), chr(base + 1))
+        raise TemplateRenderError("the render uses every private-use character of plane 15: content cannot be marked")
 
 
 def resolve_content_modes(setting: ContentSpecialTokens) -> Mapping[str, ContentMode]:
@@ -83,11 +97,12 @@ class ContentTokenizer:
 
     @staticmethod
     def _control_tokens(tokenizer: Tokenizer, markers: Sequence[str]) -> dict[str, int]:
-        """The tokenizer's special added tokens plus the family's markers (Qwen3's `<think>` is not `special`)."""
+        """Every added token, flagged special or not (Qwen3's `<think>` and `<|fim_pad|>` are not), so that outside
+        content the split is exactly the tokenizer's own; plus the family's markers."""
         controls: dict[str, int] = {}
         backend = _backend(tokenizer)
         if backend is not None:
-            controls = {t.content: i for i, t in backend.get_added_tokens_decoder().items() if t.special}
+            controls = {t.content: i for i, t in backend.get_added_tokens_decoder().items()}
         for marker in markers:
             ids = tokenizer.encode(marker, add_special_tokens=False)
             if len(ids) == 1:
@@ -111,43 +126,38 @@ class ContentTokenizer:
             and self._control_pattern.search(content) is not None
         )
 
-    def mark(self, messages: Sequence[Message], first_index: int = 0) -> list[Message]:
-        """The messages with each text-mode content that holds control-token text wrapped in sentinels."""
+    def mark(self, messages: Sequence[Message], sentinels: Sentinels) -> list[Message]:
+        """The messages with each text-mode content that holds control-token text wrapped in the sentinels."""
         marked = []
-        for index, message in enumerate(messages, first_index):
+        for message in messages:
             if not self._needs_mark(message):
                 marked.append(message)
                 continue
             content: str = message["content"]
-            if OPEN_SENTINEL in content or CLOSE_SENTINEL in content:
-                raise MessageError(index, "content", "holds tito's private-use sentinel characters U+F0000/U+F0001")
             core = content.strip()
             start = content.index(core)
-            wrapped = content[:start] + OPEN_SENTINEL + core + CLOSE_SENTINEL + content[start + len(core) :]
+            wrapped = content[:start] + sentinels.open + core + sentinels.close + content[start + len(core) :]
             marked.append({**message, "content": wrapped})
         return marked
 
-    def locate(self, marked_text: str, plain_text: str, family: str) -> MarkedRender:
+    @staticmethod
+    def locate(marked_text: str, plain_text: str, sentinels: Sentinels, family: str) -> MarkedRender:
         """Strip the sentinels from a marked render into content spans; it must give back the plain render."""
         spans: list[Span] = []
         pieces: list[str] = []
-        length = 0
-        position = 0
-        while True:
-            start = marked_text.find(OPEN_SENTINEL, position)
-            if start < 0:
-                pieces.append(marked_text[position:])
+        length = position = 0
+        while (start := marked_text.find(sentinels.open, position)) >= 0:
+            end = marked_text.find(sentinels.close, start)
+            if end < 0:
                 break
-            end = marked_text.find(CLOSE_SENTINEL, start)
-            pieces.append(marked_text[position:start])
+            pieces += [marked_text[position:start], marked_text[start + 1 : end]]
             length += start - position
-            content = marked_text[start + 1 : end]
-            spans.append((length, length + len(content)))
-            pieces.append(content)
-            length += len(content)
+            spans.append((length, length + end - start - 1))
+            length += end - start - 1
             position = end + 1
+        pieces.append(marked_text[position:])
         text = "".join(pieces)
-        if text != plain_text or any(OPEN_SENTINEL in p or CLOSE_SENTINEL in p for p in pieces):
+        if text != plain_text:
             raise TemplateRenderError(
                 f"family {family}: the template transforms message content, so content_special_tokens='text' cannot "
                 "locate it; use 'control' for the roles involved"

@@ -17,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tito.content_tokens import ContentSpecialTokens, ContentTokenizer, MarkedRender, resolve_content_modes
+from tito.content_tokens import (
+    ContentSpecialTokens,
+    ContentTokenizer,
+    MarkedRender,
+    Sentinels,
+    resolve_content_modes,
+)
 from tito.errors import ConfigurationError, JunctionError, TemplateRenderError, TokenMismatchError
 from tito.families.base import VALID_APPEND_ROLES, Family, Junction, RenderContext
 from tito.families.probe import probe_default_family
@@ -173,8 +179,9 @@ class TitoTokenizer:
         """`plain_text` with the spans of text-mode content from `messages[first_marked:]` (none in control mode)."""
         if not self._content.marks_any(messages[first_marked:]):
             return MarkedRender(plain_text, ())
-        marked = [*messages[:first_marked], *self._content.mark(messages[first_marked:])]
-        return self._content.locate(self._render(marked, tools, generation), plain_text, self.family.name)
+        sentinels = Sentinels.absent_from(plain_text)
+        marked = [*messages[:first_marked], *self._content.mark(messages[first_marked:], sentinels)]
+        return self._content.locate(self._render(marked, tools, generation), plain_text, sentinels, self.family.name)
 
     def tokenize_additional_messages(
         self, old_messages: Sequence[Any], new_messages: Sequence[Any], tools: Tools = None
