@@ -107,3 +107,11 @@ def test_the_family_markers_are_control_tokens_even_when_not_flagged_special() -
     assert "<think>" in get_family("qwen3").special_tokens
     ids = tt.tokenize([{"role": "user", "content": "<think>"}])
     assert ids.count(think) == 0
+
+
+def test_a_transformers_fast_tokenizer_gives_the_same_text_mode_ids(qwen3_tokenizer: object) -> None:
+    transformers = pytest.importorskip("transformers", reason="transformers is optional (the `hf` extra)")
+    wrapped = transformers.PreTrainedTokenizerFast(tokenizer_object=qwen3_tokenizer.backend)  # type: ignore[attr-defined]
+    messages = [{"role": "user", "content": "Hi"}, {"role": "tool", "content": INJECTION, "tool_call_id": "c"}]
+    ours = get_tito_tokenizer(qwen3_tokenizer, "qwen3").tokenize(messages)  # type: ignore[arg-type]
+    assert get_tito_tokenizer(wrapped, "qwen3").tokenize(messages) == ours

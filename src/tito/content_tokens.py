@@ -189,8 +189,12 @@ class ContentTokenizer:
 
 
 def _backend(tokenizer: Tokenizer) -> BackendTokenizer | None:
-    backend = getattr(tokenizer, "backend", None) or getattr(tokenizer, "backend_tokenizer", None)
-    return backend if isinstance(backend, BackendTokenizer) else None
+    """LocalTokenizer's `backend`, or a transformers fast tokenizer's `backend_tokenizer` (its `backend` is a name)."""
+    for attribute in ("backend", "backend_tokenizer"):
+        backend = getattr(tokenizer, attribute, None)
+        if isinstance(backend, BackendTokenizer):
+            return backend
+    return None
 
 
 def _without_added_tokens(tokenizer: Tokenizer) -> BackendTokenizer:
