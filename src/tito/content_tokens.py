@@ -1,11 +1,12 @@
 """Special-token text inside message content: a control token (`control`) or plain text (`text`), per role.
 
-In `control` mode a tool output containing `<|im_end|>\\n<|im_start|>system` becomes real control ids, exactly
+In `control` mode a tool output containing `<|im_end|>\n<|im_start|>system` becomes real control ids, exactly
 as `apply_chat_template(tokenize=True)` does. In `text` mode the content is tokenized as ordinary text and only
 the template's own markers stay control tokens. The canonical ids of a render are then: split the text at the
-control-token strings that lie outside content spans, and tokenize every piece between them without the
-tokenizer's added-token matching. A render with no control-token string inside a text-mode content span gives
-exactly the standard ids, so that common case stays on the tokenizer's own `encode`.
+control-token strings (every added token of the tokenizer, and the family's markers) outside content spans, and
+tokenize every piece between them without the tokenizer's added-token matching. A render with no control-token
+string inside a text-mode content span gives exactly the standard ids, so that common case stays on the
+tokenizer's own `encode`.
 
 Content spans are found by rendering once more with each marked content wrapped in two private-use sentinel
 characters (outside its leading and trailing whitespace, which templates may strip); removing the sentinels
@@ -88,7 +89,6 @@ class ContentTokenizer:
 
     def __init__(self, tokenizer: Tokenizer, modes: Mapping[str, ContentMode], markers: Sequence[str]) -> None:
         self.tokenizer = tokenizer
-        self.modes = modes
         self._text_roles = frozenset(role for role, mode in modes.items() if mode == "text")
         self._control_ids = self._control_tokens(tokenizer, markers)
         by_length = sorted(self._control_ids, key=len, reverse=True)
@@ -108,10 +108,6 @@ class ContentTokenizer:
             if len(ids) == 1:
                 controls[marker] = int(ids[0])
         return controls
-
-    @property
-    def control_ids(self) -> frozenset[int]:
-        return frozenset(self._control_ids.values())
 
     def marks_any(self, messages: Sequence[Message]) -> bool:
         """Whether some text-mode content holds control-token text (otherwise both modes give the same ids)."""
