@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tito._version import package_version
+from tito.content_tokens import CONTENT_MODES
 from tito.errors import TitoError
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
@@ -71,8 +72,26 @@ def _add_family(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chat-template-kwargs", type=_kwargs_object, default=None, metavar="JSON",
                         help='extra template kwargs as a JSON object, e.g. \'{"enable_thinking": false}\'; each must '
                         "be one the family's template reads")  # fmt: skip
+    parser.add_argument(
+        "--content-special-tokens", type=_content_special_tokens, default=None, metavar="MODE_OR_JSON",
+        help="special-token text inside message content: 'text' (tokenized as plain text), 'control' (control "
+        "tokens, as apply_chat_template does), or per role as JSON, e.g. '{\"user\": \"text\"}' "
+        "[Default: text for tool output, control for the other roles]",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _content_special_tokens(value: str) -> Any:
+    if value in CONTENT_MODES:
+        return value
+    try:
+        mapping = json.loads(value)
+    except json.JSONDecodeError:
+        mapping = None
+    if not isinstance(mapping, dict):
+        raise argparse.ArgumentTypeError(f"{value!r}: give {' or '.join(CONTENT_MODES)}, or a JSON object role -> mode")
+    return mapping
 
 
 def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
@@ -89,9 +108,11 @@ def _render(args: argparse.Namespace) -> int:
 
     messages, tools = _conversation(args.file)
     tokenizer, _ = _tokenizer(args)
-    tt = get_tito_tokenizer(tokenizer, args.family, args.chat_template_kwargs)
+    tt = get_tito_tokenizer(
+        tokenizer, args.family, args.chat_template_kwargs, content_special_tokens=args.content_special_tokens
+    )
     text = tt.render(messages, tools, add_generation_prompt=args.add_generation_prompt)
-    ids = tokenizer.encode(text, add_special_tokens=False)
+    ids = tt.tokenize(messages, tools, add_generation_prompt=args.add_generation_prompt)
     if args.json:
         print(json.dumps({"family": tt.family.name, "text": text, "ids": ids}, ensure_ascii=False))
     else:
@@ -108,7 +129,12 @@ def _verify(args: argparse.Namespace) -> int:
     family = get_family(args.family).name
     print(f"tito verify --family {family}: tokenizer = {described}", file=sys.stderr)
     results = run_matrix(
-        tokenizer, family, args.chat_template_kwargs, args.max_sequence_length, args.allowed_append_roles
+        tokenizer,
+        family,
+        args.chat_template_kwargs,
+        args.max_sequence_length,
+        args.allowed_append_roles,
+        args.content_special_tokens,
     )
     failed = [r for r in results if not r.passed]
     if args.json:

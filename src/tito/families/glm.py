@@ -24,6 +24,7 @@ Imports from tito: families.base.
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 GLM47 = Family(
     name="glm47",
@@ -71,6 +72,7 @@ GLM47 = Family(
         "a message with an unknown role raises (official: silently dropped), so no content disappears",
         "tool-call arguments given as JSON text raise with a clear message (official: fails on `.items()`); tito "
         "decodes them to an object first (ToolArguments.OBJECT)",
+        VERBATIM_ASSISTANT_CONTENT,
     ),
 )
 

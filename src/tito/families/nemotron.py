@@ -15,6 +15,7 @@ Imports from tito: families.base.
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 NEMOTRON3 = Family(
     name="nemotron3",
@@ -40,6 +41,7 @@ NEMOTRON3 = Family(
         "with low_effort (Super) every user message carries `{reasoning effort: low}` (official: only the last "
         "one, which would move when a user turn is appended); equal to official with one user message",
         "null content renders as empty (official: the text `None`)",
+        VERBATIM_ASSISTANT_CONTENT,
         "a tool result that opens the conversation still gets its `<|im_start|>user` opener (official: omitted)",
         "tool-call arguments given as JSON text raise with a clear message (official: fails on `items`); tito "
         "decodes them to an object first (ToolArguments.OBJECT)",
