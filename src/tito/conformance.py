@@ -168,13 +168,16 @@ def shapes() -> dict[str, list[Turn]]:
 
 
 def role_sequence_shapes(roles: Sequence[str], max_length: int) -> dict[str, list[Turn]]:
-    """After a tool-calling assistant, append every sequence of `roles` up to `max_length`, then generate."""
+    """After a tool-calling assistant, append every sequence of `roles` up to `max_length`, then generate. An injected
+    assistant quotes think tags (compaction summaries quote tool output): its content must render verbatim."""
     result: dict[str, list[Turn]] = {}
     appended = {
         "tool": lambda i: _msg("tool", f"tool result {i}", tool_call_id="call_1"),
         "user": lambda i: _msg("user", f"user message {i}"),
         "system": lambda i: _msg("system", f"system note {i}"),
-        "assistant": lambda i: Turn({"role": "assistant", "content": f"injected assistant {i}"}),
+        "assistant": lambda i: Turn(
+            {"role": "assistant", "content": f"injected assistant {i} quoting <think>x</think>"}
+        ),
     }
     for length in range(1, max_length + 1):
         for sequence in itertools.product(roles, repeat=length):

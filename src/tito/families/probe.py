@@ -57,9 +57,11 @@ def _histories(arguments: ToolArguments, reasoning: str) -> dict[str, list[Messa
 _APPENDED: Mapping[str, Message] = {
     "user": {"role": "user", "content": "Probe appended user."},
     "system": {"role": "system", "content": "Probe appended system."},
-    "assistant": {"role": "assistant", "content": "Probe injected assistant."},
+    "assistant": {"role": "assistant", "content": "Probe injected assistant quoting <think>x</think> verbatim."},
     "tool": {"role": "tool", "tool_call_id": "call_probe", "content": "Probe tool result."},
 }
+"""An injected assistant (a compaction summary) quotes think tags: a template that splits content on them loses
+text, so it does not support appending assistants."""
 _THINKING_SWITCHES = ("enable_thinking", "thinking")
 """Kwarg names a checkpoint template may read as its thinking switch, tried in this order."""
 
