@@ -2,7 +2,8 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, errors, families, journal, server, tokenizer, tokenizer_loading.
+Imports from tito: _version, conformance, engines.factory, errors, families, family_tokenizer, journal, server,
+tokenizer, tokenizer_loading.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _add_family(parser: argparse.ArgumentParser) -> None:
 
 
 def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
-    from tito.conformance import builtin_tokenizer_for
+    from tito.family_tokenizer import builtin_tokenizer_for
     from tito.tokenizer_loading import load_tokenizer
 
     if args.tokenizer:

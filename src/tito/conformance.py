@@ -7,7 +7,7 @@ rendered turn; and at token level that `merge_tokens` equals the ids of the full
 stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
 them: the full render's ids cut right after the sampled stop token.
 
-Imports from tito: comparator, errors, families, tokenizer, tokenizer_loading.
+Imports from tito: comparator, errors, families, family_tokenizer, tokenizer, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.comparator import compare_token_sequences
-from tito.errors import ConfigurationError, TitoError
+from tito.errors import TitoError
 from tito.families.base import Family
 from tito.families.registry import get_family
+from tito.family_tokenizer import builtin_tokenizer_for as builtin_tokenizer_for  # the matrix's callers take it here
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
 
@@ -301,19 +302,3 @@ def run_matrix(
                         CaseResult(name, cut, roles, thinking, "no_error", False, f"{type(exc).__name__}: {exc}")
                     )
     return results
-
-
-def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
-    """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
-    from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
-
-    declared = get_family(family)
-    if declared.builtin_tokenizer is not None:
-        return load_tokenizer(declared.builtin_tokenizer), f"real {declared.builtin_tokenizer} tokenizer"
-    if declared.probed:
-        raise ConfigurationError(
-            f"the {declared.name} family probes a checkpoint's own template: pass --tokenizer DIR, a tokenizer with "
-            "its chat_template"
-        )
-    markers = tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens]))
-    return build_proxy_tokenizer(markers), "proxy: Qwen3 vocabulary + the family's markers as special tokens"
