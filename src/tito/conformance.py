@@ -167,6 +167,22 @@ def shapes() -> dict[str, list[Turn]]:
     }  # fmt: skip
 
 
+SHAPE_EXPLANATIONS: dict[str, str] = {
+    "single_tool": "one tool call, its result, then the final answer",
+    "parallel_tools": "two tool calls in one turn, two results appended together",
+    "long_chain": "five tool-call rounds in a row: the junction repeats on a long history",
+    "multi_user": "plain chat: three user turns, no tools",
+    "mid_session_system": "a system message appended after a tool result (a harness note mid-session)",
+    "injected_assistant_then_user": "an assistant message the harness injects (compaction summary), then a user",
+    "user_after_tool": "a user message appended right after a tool result",
+    "empty_reasoning": "assistants whose reasoning is empty",
+    "unicode_boolean_arguments": "non-ASCII text and a boolean argument in a tool call",
+    "string_arguments": "tool-call arguments the model spelled as a JSON string, kept verbatim",
+    "roles": "after a tool-calling assistant, every sequence of appended roles up to --max-sequence-length",
+}
+"""One line per shape group `tito verify` reports (`tito verify --list`); `roles` stands for every `roles:...`."""
+
+
 def role_sequence_shapes(roles: Sequence[str], max_length: int) -> dict[str, list[Turn]]:
     """After a tool-calling assistant, append every sequence of `roles` up to `max_length`, then generate."""
     result: dict[str, list[Turn]] = {}
