@@ -1,4 +1,4 @@
-"""`tito render | verify | serve | demo`: the command line. Results to stdout, diagnostics to stderr.
+"""`tito render | verify | serve | demo | journal`: the command line. Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
