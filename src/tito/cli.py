@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.set_defaults(run=_render)
     verify = commands.add_parser(
         "verify", help="run the conformance matrix (shapes x append-role sequences x thinking on/off)",
-        epilog="example: tito verify --family qwen3",
+        epilog="example: tito verify --family qwen3 (tito verify --list explains the shapes)",
     )  # fmt: skip
     _add_family(verify)
     verify.add_argument(
