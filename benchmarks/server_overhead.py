@@ -9,11 +9,15 @@ library, so what is timed is the server; uvicorn's C HTTP parser would add a few
               engine: added latency per turn = tito - direct, p50 and p99, in wall time and in this thread's CPU
               time (the CPU figure is immune to other processes on a shared machine; targets are checked on it).
   memory      bytes per stored token of the sessions' trajectories: token storage (ids int32, logprobs float32 on
-              sampled ids, the head-path cache) and everything (plus messages and per-turn metadata), by a deep
-              size walk of each session's trajectory.
-Targets (issue 11): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; token storage <= 16 bytes per token.
+              sampled ids, linear's head-path cache) and everything (plus messages and per-turn metadata), by a deep
+              size walk of each session's trajectory; stored tokens are each node's own ids (a tree's branches
+              share their prefix, stored once).
+`--trajectory tree` runs the same agents on tree sessions; `--retry-every K` makes each session retry every K-th
+turn once (linear: a one-step retry replaces it; tree: a sibling branch, kept).
+Targets (issues 11 and 13): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; token storage <= 16 bytes per token.
 
-Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20]
+Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20] [--trajectory tree]
+     [--retry-every 4]
 """
 
 from __future__ import annotations
@@ -36,17 +40,17 @@ from tito.server import ServerOptions, ServerState, create_app
 from tito.server.launch import instant_reply_ids
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
-from tito.trajectory.linear import LinearTrajectory
+from tito.trajectory.events import TrajectoryKind
 
 TARGET_TURNS_PER_S, TARGET_P50_MS, TARGET_P99_MS, TARGET_BYTES_PER_TOKEN = 500.0, 2.0, 10.0, 16.0
 SYSTEM = "You are a careful coding agent. Work step by step, call tools when needed, and report briefly. " * 4
 
 
-def build(family: str) -> tuple[ServerState, InstantEngine]:
+def build(family: str, trajectory: TrajectoryKind) -> tuple[ServerState, InstantEngine]:
     tokenizer = load_tokenizer(family)
     reply = tuple(instant_reply_ids(get_tito_tokenizer(tokenizer, family)))
     engine = InstantEngine(lambda request: reply)
-    return ServerState(tokenizer, engine, ServerOptions(family=family)), engine
+    return ServerState(tokenizer, engine, ServerOptions(family=family, trajectory=trajectory)), engine
 
 
 def user_turn(session: int, turn: int) -> dict[str, Any]:
@@ -89,17 +93,21 @@ class AsgiClient:
         return status, orjson.loads(b"".join(chunks)) if chunks else None
 
 
-async def run_session(client: AsgiClient, index: int, turns: int, latencies: list[tuple[float, float]] | None) -> None:
+async def run_session(
+    client: AsgiClient, index: int, turns: int, retry_every: int, latencies: list[tuple[float, float]] | None
+) -> None:
     session_id = (await client.post("/sessions"))[1]["session_id"]
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
     for turn in range(turns):
         messages.append(user_turn(index, turn))
-        wall, cpu = time.perf_counter(), time.thread_time()
-        status, reply = await client.post(f"/sessions/{session_id}/v1/chat/completions", {"messages": messages})
-        if latencies is not None:
-            latencies.append((time.perf_counter() - wall, time.thread_time() - cpu))
-        if status != 200:
-            raise RuntimeError(reply)
+        retried = retry_every > 0 and turn % retry_every == retry_every - 1
+        for _ in range(2 if retried else 1):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            status, reply = await client.post(f"/sessions/{session_id}/v1/chat/completions", {"messages": messages})
+            if latencies is not None:
+                latencies.append((time.perf_counter() - wall, time.thread_time() - cpu))
+            if status != 200:
+                raise RuntimeError(reply)
         messages.append(reply["choices"][0]["message"])
 
 
@@ -139,14 +147,14 @@ def deep_size(obj: Any, seen: set[int], arrays: list[int]) -> int:
 
 
 def memory(state: ServerState) -> tuple[int, int, int]:
-    """(tokens on the sessions' paths, bytes of their token arrays, bytes of everything) over every live session.
+    """(tokens stored, bytes of their token arrays, bytes of everything) over every live session.
 
-    Token arrays: each node's prompt ids, sampled ids and logprobs, and the head-path cache."""
+    Tokens stored: each node's own ids (its prompt beyond its parent's, and its sampled ids). Token arrays: each
+    node's prompt ids, sampled ids and logprobs, and a linear session's head-path cache."""
     tokens = token_bytes = total = 0
     for session in state.registry:
         trajectory = session.trajectory
-        assert isinstance(trajectory, LinearTrajectory)
-        tokens += len(trajectory.path_ids(trajectory.head)) if trajectory.head is not None else 0
+        tokens += sum(len(node.turn.prompt_ids) + len(node.turn.output_ids) for node in trajectory.store)
         arrays: list[int] = []
         total += deep_size(trajectory, set(), arrays)
         token_bytes += sum(arrays)
@@ -157,14 +165,16 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-async def main(sessions: int, turns: int, latency_sessions: int, family: str) -> int:
-    state, engine = build(family)
+async def main(
+    sessions: int, turns: int, latency_sessions: int, family: str, trajectory: TrajectoryKind, retry_every: int
+) -> int:
+    state, engine = build(family, trajectory)
     client = AsgiClient(create_app(state))
-    await run_session(client, -1, 2, None)  # warm up: tokenizer, template, routes
+    await run_session(client, -1, 2, 0, None)  # warm up: tokenizer, template, routes
     engine.requests.clear()
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(run_session(client, i, turns, None) for i in range(sessions)))
+    await asyncio.gather(*(run_session(client, i, turns, retry_every, None) for i in range(sessions)))
     tito_seconds, tito_cpu = time.perf_counter() - wall, time.process_time() - cpu
     requests = list(engine.requests)
     cpu = time.process_time()
@@ -175,21 +185,23 @@ async def main(sessions: int, turns: int, latency_sessions: int, family: str) ->
     tito_latency: list[tuple[float, float]] = []
     engine.requests.clear()
     for index in range(latency_sessions):
-        await run_session(client, 1000 + index, turns, tito_latency)
+        await run_session(client, 1000 + index, turns, retry_every, tito_latency)
     direct_latency: list[tuple[float, float]] = []
     await direct(engine, list(engine.requests), 1, direct_latency)
     added_wall = [t[0] - d[0] for t, d in zip(tito_latency, direct_latency, strict=True)]
     added_cpu = [t[1] - d[1] for t, d in zip(tito_latency, direct_latency, strict=True)]
 
-    count = sessions * turns
+    count = len(requests)
     rate, direct_rate = count / tito_seconds, count / direct_seconds
     p50, p99 = percentile(added_cpu, 50) * 1e3, percentile(added_cpu, 99) * 1e3
     per_token, per_token_all = token_bytes / tokens, total_bytes / tokens
-    print(f"family {family}; {sessions} concurrent sessions x {turns} turns ({count} turns); latency over "
+    retries = f", a retry every {retry_every} turns" if retry_every else ""
+    print(f"family {family}, {trajectory.value} sessions{retries}; {sessions} concurrent sessions x {turns} agent "
+          f"turns ({count} requests); latency over "
           f"{len(added_cpu)} turns, one session at a time; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores")  # fmt: skip
     print(f"{'':30} {'tito':>9} {'direct':>9} {'ratio':>7}   target")
-    print(f"{'turns/s, 64 concurrent (wall)':30} {rate:9.0f} {direct_rate:9.0f} {direct_rate / rate:7.1f}   "
+    print(f"{f'turns/s, {sessions} concurrent (wall)':30} {rate:9.0f} {direct_rate:9.0f} {direct_rate / rate:7.1f}   "
           f">= {TARGET_TURNS_PER_S:.0f}")  # fmt: skip
     print(f"{'turns per CPU second':30} {count / tito_cpu:9.0f} {count / max(direct_cpu, 1e-9):9.0f}")
     for name, index, values in [("wall", 0, added_wall), ("cpu", 1, added_cpu)]:
@@ -213,5 +225,8 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--latency-sessions", type=int, default=10)
     parser.add_argument("--family", default="qwen3")
+    parser.add_argument("--trajectory", choices=[kind.value for kind in TrajectoryKind], default="linear")
+    parser.add_argument("--retry-every", type=int, default=0, metavar="K", help="retry every K-th turn once")
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family)))
+    kind = TrajectoryKind(args.trajectory)
+    sys.exit(asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every)))

@@ -41,6 +41,24 @@ def test_render_prints_text_and_ids(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert result["text"].endswith("<|im_start|>assistant\n") and result["ids"][-1] == 198
 
 
+def test_render_tokenizes_content_markers_per_the_content_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "<|im_end|>"}]))
+    counts = {}
+    for mode in ("control", "text", '{"user": "text"}'):
+        assert main(["render", "--family", "qwen3", str(conversation), "--content-special-tokens", mode, "--json"]) == 0
+        counts[mode] = json.loads(capsys.readouterr().out)["ids"].count(151645)  # <|im_end|>
+    assert counts == {"control": 2, "text": 1, '{"user": "text"}': 1}
+
+
+def test_a_bad_content_mode_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["render", "--family", "qwen3", str(tmp_path / "c.json"), "--content-special-tokens", "raw"])
+    assert exit_info.value.code == 2
+
+
 def test_unknown_family_is_a_usage_error_listing_choices(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["verify", "--family", "nope"])
@@ -144,7 +162,7 @@ def test_verify_list_explains_every_shape_on_one_line_without_a_family(capsys: p
     assert exit_info.value.code == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(SHAPE_EXPLANATIONS)
-    assert set(shapes()) | {"roles"} == set(SHAPE_EXPLANATIONS)
+    assert set(shapes()) | {"quoted_markers", "roles"} == set(SHAPE_EXPLANATIONS)
     assert all(len(line.split()) > 2 for line in lines), "each shape has its explanation"
 
 

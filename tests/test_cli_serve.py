@@ -1,4 +1,5 @@
-"""`tito serve` as users run it: a real process on 127.0.0.1 and a free port, stopped by its own handle."""
+"""`tito serve` as users run it: a real process on 127.0.0.1 and a free port, stopped by its own handle; and its
+options, read in process with uvicorn replaced."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+import uvicorn
+
+from tito.cli import main
+from tito.trajectory.events import TrajectoryKind
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -48,3 +55,24 @@ def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.append(app))
+    picker = "tito.trajectory.picking:drop_superseded_retries"
+    assert main(["serve", "--engine", "instant", "--family", "qwen3", "--trajectory", "tree", "--strict-append-only",
+                 "--max-nodes", "5", "--sample-picker", picker]) == 0  # fmt: skip
+    options = served[0].state.tito.options
+    assert (options.trajectory, options.strict_append_only, options.max_nodes) == (TrajectoryKind.TREE, True, 5)
+    assert (options.sample_picker, options.sample_postprocessor) == (picker, None)
+
+
+def test_a_sample_hook_that_cannot_load_stops_tito_serve_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.append(app))
+    assert main(["serve", "--engine", "instant", "--family", "qwen3", "--sample-postprocessor", "my_hooks"]) == 1
+    assert "--sample-postprocessor 'my_hooks': expected 'module:function'" in capsys.readouterr().err
+    assert served == []

@@ -1,7 +1,8 @@
 """Every registered family passes the conformance matrix: the invariants of docs/architecture.md, per family.
 
 The matrix runs on the family's real tokenizer where a registry package ships it, otherwise on a proxy
-(Qwen3 vocabulary + the family's markers as special tokens). A negative control proves the checks bite.
+(Qwen3 vocabulary + the family's markers as special tokens), in both content modes (special-token text in
+content as control tokens, and as plain text). A negative control proves the checks bite.
 """
 
 from __future__ import annotations
@@ -13,23 +14,26 @@ import pytest
 
 from tests.conftest import reference_path
 from tito.conformance import CaseResult, builtin_tokenizer_for, run_matrix
+from tito.content_tokens import ContentMode
 from tito.families import registry
 from tito.families.base import Family, FixedTemplate
 from tito.families.registry import fixed_families, get_family, list_families
 
 FIXED_FAMILIES = fixed_families()
+CONTENT_MODES: list[ContentMode] = ["control", "text"]
 
 
 @cache
-def matrix(family: str) -> tuple[CaseResult, ...]:
+def matrix(family: str, mode: ContentMode = "text") -> tuple[CaseResult, ...]:
     tokenizer, _ = builtin_tokenizer_for(family)
-    return tuple(run_matrix(tokenizer, family))
+    return tuple(run_matrix(tokenizer, family, content_special_tokens=mode))
 
 
 def failures(family: str, *checks: str) -> list[str]:
     return [
-        f"{r.shape} cut={r.cut} thinking={r.thinking} {r.check}: {r.detail}"
-        for r in matrix(family)
+        f"{mode} {r.shape} cut={r.cut} thinking={r.thinking} {r.check}: {r.detail}"
+        for mode in CONTENT_MODES
+        for r in matrix(family, mode)
         if not r.passed and (not checks or r.check in checks)
     ]
 
@@ -59,6 +63,7 @@ def test_matrix_covers_every_supported_role_and_thinking_mode(family: str) -> No
     results = matrix(family)
     appended = {role for r in results for role in r.appended_roles}
     assert appended == set(get_family(family).supported_roles)
+    assert "quoted_markers" in {r.shape for r in results}, "content quoting every marker, in every role"
     expected_modes = {True, False} if get_family(family).thinking_kwarg else {None}
     assert {r.thinking for r in results} == expected_modes
 

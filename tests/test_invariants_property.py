@@ -1,7 +1,8 @@
 """Invariants 1-3 on random conversations (hypothesis), every fixed family, beyond the matrix's fixed shapes.
 
 A conversation is a random walk over user turns, tool-calling assistants with their results, injected
-assistants and mid-session system notes, with random (unicode) text; each generated assistant is a cut.
+assistants and mid-session system notes, with random (unicode) text, some of it quoting chat markers; each
+generated assistant is a cut. Both content modes: special-token text in content as control tokens or as text.
 """
 
 from __future__ import annotations
@@ -14,18 +15,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tito.conformance import TOOLS, builtin_tokenizer_for, simulated_stored_ids
+from tito.content_tokens import ContentMode
 from tito.families import fixed_families
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
 
 FAMILIES = fixed_families()
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
+RANDOM_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
+QUOTED_MARKERS = ("<|im_end|>\n<|im_start|>system\n", "<think>", "</think>", "<tool_call>", "<|observation|>", "[e~[")
+TEXT = st.one_of(
+    RANDOM_TEXT,
+    st.builds(lambda a, marker, b: a + marker + b, RANDOM_TEXT, st.sampled_from(QUOTED_MARKERS), RANDOM_TEXT),
+)
 ARGUMENTS = st.fixed_dictionaries({"query": TEXT}, optional={"limit": st.integers(0, 9), "filters": st.just({})})
 
 
 @cache
-def tito(family: str) -> TitoTokenizer:
+def tito(family: str, mode: ContentMode) -> TitoTokenizer:
     tokenizer, _ = builtin_tokenizer_for(family)
-    return get_tito_tokenizer(tokenizer, family)
+    return get_tito_tokenizer(tokenizer, family, content_special_tokens=mode)
 
 
 @st.composite
@@ -55,9 +62,10 @@ def conversations(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
     return messages, cuts
 
 
+@pytest.mark.parametrize("mode", ["control", "text"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_random_conversations_keep_every_invariant(family: str) -> None:
-    tt = tito(family)
+def test_random_conversations_keep_every_invariant(family: str, mode: ContentMode) -> None:
+    tt = tito(family, mode)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(conversations())
@@ -72,7 +80,7 @@ def test_random_conversations_keep_every_invariant(family: str) -> None:
             assert after.startswith(before), "Invariant 1: the stored render must be a byte prefix"
             stored = simulated_stored_ids(tt, old)
             merged = tt.merge_tokens(old, new, stored, TOOLS)
-            assert merged == tt.tokenizer.encode(after, add_special_tokens=False), "Invariants 2-3"
+            assert merged == tt.tokenize(new, TOOLS, add_generation_prompt=True), "Invariants 2-3"
             kept = stored[: tt.kept_stored_ids(stored)]
             assert merged[: len(kept)] == kept
 

@@ -2,8 +2,8 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, engines.factory, errors, families, family_tokenizer, journal, server,
-tokenizer, tokenizer_loading.
+Imports from tito: _version, conformance, content_tokens, engines, errors, families, family_tokenizer, journal,
+server, tokenizer, tokenizer_loading, trajectory.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tito._version import package_version
+from tito.content_tokens import CONTENT_MODES
 from tito.errors import TitoError
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
@@ -75,8 +76,26 @@ def _add_family(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chat-template-kwargs", type=_kwargs_object, default=None, metavar="JSON",
                         help='extra template kwargs as a JSON object, e.g. \'{"enable_thinking": false}\'; each must '
                         "be one the family's template reads")  # fmt: skip
+    parser.add_argument(
+        "--content-special-tokens", type=_content_special_tokens, default=None, metavar="MODE_OR_JSON",
+        help="special-token text inside message content: 'text' (tokenized as plain text), 'control' (control "
+        "tokens, as apply_chat_template does), or per role as JSON, e.g. '{\"user\": \"text\"}' "
+        "[Default: text for tool output, control for the other roles]",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _content_special_tokens(value: str) -> Any:
+    if value in CONTENT_MODES:
+        return value
+    try:
+        mapping = json.loads(value)
+    except json.JSONDecodeError:
+        mapping = None
+    if not isinstance(mapping, dict):
+        raise argparse.ArgumentTypeError(f"{value!r}: give {' or '.join(CONTENT_MODES)}, or a JSON object role -> mode")
+    return mapping
 
 
 def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
@@ -100,9 +119,11 @@ def _render(args: argparse.Namespace) -> int:
 
     messages, tools = _conversation(args.file)
     tokenizer, described = _tokenizer(args)
-    tt = get_tito_tokenizer(tokenizer, args.family, args.chat_template_kwargs)
+    tt = get_tito_tokenizer(
+        tokenizer, args.family, args.chat_template_kwargs, content_special_tokens=args.content_special_tokens
+    )
     text = tt.render(messages, tools, add_generation_prompt=args.add_generation_prompt)
-    ids = tokenizer.encode(text, add_special_tokens=False)
+    ids = tt.tokenize(messages, tools, add_generation_prompt=args.add_generation_prompt)
     notice = _stand_in_notice(args)
     if args.json:
         print(json.dumps({"family": tt.family.name, "tokenizer": described, "stand_in_notice": notice, "text": text,
@@ -139,7 +160,12 @@ def _verify(args: argparse.Namespace) -> int:
     notice = _stand_in_notice(args)
     print(f"tito verify --family {family}: tokenizer = {described}", file=sys.stderr)
     results = run_matrix(
-        tokenizer, family, args.chat_template_kwargs, args.max_sequence_length, args.allowed_append_roles
+        tokenizer,
+        family,
+        args.chat_template_kwargs,
+        args.max_sequence_length,
+        args.allowed_append_roles,
+        args.content_special_tokens,
     )
     failed = [r for r in results if not r.passed]
     counts = _verify_counts(results)
@@ -194,6 +220,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
+    from tito.trajectory.events import TrajectoryKind
 
     options = ServerOptions(
         family=args.family,
@@ -204,6 +231,11 @@ def _serve(args: argparse.Namespace) -> int:
         session_ttl=args.session_ttl,
         max_body_bytes=args.max_body_bytes,
         engine_timeout=args.engine_timeout,
+        trajectory=TrajectoryKind(args.trajectory),
+        strict_append_only=args.strict_append_only,
+        max_nodes=args.max_nodes,
+        sample_picker=args.sample_picker,
+        sample_postprocessor=args.sample_postprocessor,
     )
     model_dir = Path(args.model) if args.model else None
     state = build_state(
@@ -254,6 +286,19 @@ def _add_serve_command(commands: Any) -> None:
                        help="largest request body [Default: 64 MiB]")  # fmt: skip
     serve.add_argument("--engine-timeout", type=float, default=600.0, metavar="SECONDS",
                        help="engine call timeout (504 after it) [Default: 600]")  # fmt: skip
+    serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
+                       help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
+                       "'tree' (every generation kept, divergence branches) [Default: linear]")  # fmt: skip
+    serve.add_argument("--strict-append-only", action="store_true",
+                       help="tree sessions: refuse any branch (400 showing where the request diverged)")  # fmt: skip
+    serve.add_argument("--max-nodes", type=int, metavar="N",
+                       help="tree sessions: generations kept per session at most [Default: no limit]")  # fmt: skip
+    serve.add_argument("--sample-picker", metavar="MODULE:FUNCTION",
+                       help="tree sessions: choose the leaves that become samples "
+                       "[Default: drop superseded retries]")  # fmt: skip
+    serve.add_argument("--sample-postprocessor", metavar="MODULE:FUNCTION",
+                       help="tree sessions: run on the assembled samples before they are returned "
+                       "[Default: none]")  # fmt: skip
     serve.add_argument("--debug", action="store_true", help="show tracebacks")
     serve.set_defaults(run=_serve)
 

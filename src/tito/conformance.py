@@ -7,7 +7,7 @@ rendered turn; and at token level that `merge_tokens` equals the ids of the full
 stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
 them: the full render's ids cut right after the sampled stop token.
 
-Imports from tito: comparator, errors, families, family_tokenizer, tokenizer, tokenizer_protocol.
+Imports from tito: comparator, content_tokens, errors, families, family_tokenizer, tokenizer, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.comparator import compare_token_sequences
+from tito.content_tokens import ContentSpecialTokens
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.families.registry import get_family
@@ -178,6 +179,8 @@ SHAPE_EXPLANATIONS: dict[str, str] = {
     "empty_reasoning": "assistants whose reasoning is empty",
     "unicode_boolean_arguments": "non-ASCII text and a boolean argument in a tool call",
     "string_arguments": "tool-call arguments the model spelled as a JSON string, kept verbatim",
+    "quoted_markers": "content in every role quoting think tags and every marker of the family, tokenized per the "
+    "content mode (--content-special-tokens)",
     "roles": "after a tool-calling assistant, every sequence of appended roles up to --max-sequence-length",
 }
 """One line per shape group `tito verify` reports (`tito verify --list`); `roles` stands for every `roles:...`."""
@@ -232,9 +235,27 @@ def _messages(turns: Sequence[Turn], thinking: bool | None) -> list[Message]:
     return messages
 
 
-def simulated_stored_ids(tt: TitoTokenizer, old: list[Message]) -> list[int]:
+def quoted_marker_shapes(markers: Sequence[str]) -> dict[str, list[Turn]]:
+    """Content in every role quoting think tags and every marker of the family (tool output and compaction
+    summaries quote them all the time): rendered verbatim, tokenized per the content mode."""
+    quoted = " ".join(dict.fromkeys(["<think>x</think>", *markers]))
+    return {
+        "quoted_markers": [
+            _msg("system", f"Quote: {quoted}"),
+            _msg("user", f"Echo {quoted}"),
+            _assistant(f"Echoed {quoted}", "Quote them.", [WEATHER]),
+            _msg("tool", f"tool said {quoted}", tool_call_id="call_1"),
+            _msg("system", f"Note: {quoted}"),
+            Turn({"role": "assistant", "content": f"Summary: tool said <think>x</think> then {quoted}"}),
+            _msg("user", f"Again {quoted}"),
+            _assistant(f"Done {quoted}", "Done."),
+        ],
+    }
+
+
+def simulated_stored_ids(tt: TitoTokenizer, old: list[Message], tools: Sequence[Message] | None = TOOLS) -> list[int]:
     """What an engine returns for the last turn: the render's ids cut right after the sampled stop token."""
-    ids = tt.tokenizer.encode(tt.render(old, TOOLS), add_special_tokens=False)
+    ids = tt.tokenize(old, tools)
     junction = tt.family.junction
     if junction.trailing_ids_dropped:  # the sampled stop token opens the next message: the turn's render lacks it
         stop = tt.family.stop_after_tool_calls if old[-1].get("tool_calls") else None
@@ -260,7 +281,7 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     ok = before.startswith(prompt)
     yield "prompt_prefix_of_turn", ok, "" if ok else _first_diff(prompt, before)
     stored = simulated_stored_ids(tt, old)
-    expected = tt.tokenizer.encode(after, add_special_tokens=False)
+    expected = tt.tokenize(new, TOOLS, add_generation_prompt=True)
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
     yield "merge_equals_full_render", not mismatches, "; ".join(str(m) for m in mismatches[:2])
@@ -282,23 +303,31 @@ def run_matrix(
     chat_template_kwargs: dict[str, Any] | None = None,
     max_sequence_length: int = 3,
     allowed_append_roles: Sequence[str] | None = None,
+    content_special_tokens: ContentSpecialTokens = None,
 ) -> list[CaseResult]:
     """Every check for every cut of every shape, in each thinking mode the family has (only the one the kwargs
     set, when they set the family's thinking switch).
 
     `allowed_append_roles` narrows the role sequences (and skips shapes appending other roles), as a
     session's harness gate would; None checks every role the family supports. `family` is a registry name or a
-    Family value (a declaration under test).
+    Family value (a declaration under test). `content_special_tokens` is the content mode the token-level checks
+    run in (tito.content_tokens).
     """
     declared = get_family(family) if isinstance(family, str) else family
     base = TitoTokenizer(tokenizer, declared, chat_template_kwargs, allowed_append_roles)
-    all_shapes = {**shapes(), **role_sequence_shapes(base.allowed_append_roles, max_sequence_length)}
+    all_shapes = {
+        **shapes(),
+        **quoted_marker_shapes((*base.family.special_tokens, *base.family.stop_tokens)),
+        **role_sequence_shapes(base.allowed_append_roles, max_sequence_length),
+    }
     results: list[CaseResult] = []
     for thinking in thinking_modes(base, chat_template_kwargs):
         kwargs = dict(chat_template_kwargs or {})
         if thinking is not None and base.family.thinking_kwarg:
             kwargs[base.family.thinking_kwarg] = thinking
-        tt = TitoTokenizer(tokenizer, declared, kwargs, allowed_append_roles)
+        tt = TitoTokenizer(
+            tokenizer, declared, kwargs, allowed_append_roles, content_special_tokens=content_special_tokens
+        )
         for name, turns in all_shapes.items():
             messages = _messages(turns, thinking)
             cuts = [i for i, turn in enumerate(turns) if turn.generated]

@@ -13,7 +13,7 @@ Stored ids must end with a stop token. After one the template never writes (Qwen
 follows as prompt ids. A request must append at least one message: resending exactly the stored conversation is
 an AppendOnlyError in every family, never a silent new generation prompt after the stored assistant.
 
-Imports from tito: errors, families, matching, messages, parsing, rendering, tokenizer_protocol.
+Imports from tito: content_tokens, errors, families, matching, messages, parsing, rendering, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tito.content_tokens import (
+    ContentSpecialTokens,
+    ContentTokenizer,
+    MarkedRender,
+    Sentinels,
+    resolve_content_modes,
+)
 from tito.errors import (
     AppendOnlyError,
     ConfigurationError,
@@ -101,8 +108,10 @@ class TitoTokenizer:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         allowed_append_roles: Sequence[str] | None = None,
         matcher: MessageMatcher = strict_message_matches,
+        content_special_tokens: ContentSpecialTokens = None,
     ) -> None:
         self.tokenizer = tokenizer
+        self.content_modes = resolve_content_modes(content_special_tokens)
         source = _template_source(tokenizer, family)
         self.accepted_template_kwargs = (
             frozenset(family.encoder_kwargs) if source is None else template_kwargs_read(source)
@@ -128,6 +137,7 @@ class TitoTokenizer:
                 self._closing_ids[stop_id] = list(tokenizer.encode(closing, add_special_tokens=False))
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._parser = build_completion_parser(family, tokenizer)
+        self._content = ContentTokenizer(tokenizer, self.content_modes, (*family.special_tokens, *family.stop_tokens))
         self._stub_context_text = ""
         if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
             self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
@@ -198,6 +208,22 @@ class TitoTokenizer:
             raise MessageError(0, "messages", "is empty: a conversation needs at least one message")
         return self._render(normalized, tools, add_generation_prompt)
 
+    def tokenize(self, messages: Sequence[Any], tools: Tools = None, add_generation_prompt: bool = False) -> list[int]:
+        """The canonical ids of the whole render, in this tokenizer's content mode (tito.content_tokens)."""
+        normalized = self.normalize(messages)
+        text = self.render(normalized, tools, add_generation_prompt)
+        return self._content.encode(self._marked_render(normalized, 0, text, tools, add_generation_prompt))
+
+    def _marked_render(
+        self, messages: list[Message], first_marked: int, plain_text: str, tools: Tools, generation: bool
+    ) -> MarkedRender:
+        """`plain_text` with the spans of text-mode content from `messages[first_marked:]` (none in control mode)."""
+        if not self._content.marks_any(messages[first_marked:]):
+            return MarkedRender(plain_text, ())
+        sentinels = Sentinels.absent_from(plain_text)
+        marked = [*messages[:first_marked], *self._content.mark(messages[first_marked:], sentinels)]
+        return self._content.locate(self._render(marked, tools, generation), plain_text, sentinels, self.family.name)
+
     def tokenize_additional_messages(
         self, old_messages: Sequence[Any], new_messages: Sequence[Any], tools: Tools = None
     ) -> list[int]:
@@ -219,7 +245,8 @@ class TitoTokenizer:
             )  # fmt: skip
         if not old_messages:
             check_tools(tools)
-            return list(self.tokenizer.encode(self._render(appended, tools, True), add_special_tokens=False))
+            first_prompt = self._render(appended, tools, True)
+            return self._content.encode(self._marked_render(appended, 0, first_prompt, tools, True))
         last = self.normalize(old_messages[-1:], len(old_messages) - 1)[0]
         if last["role"] != "assistant":
             raise JunctionError(
@@ -242,10 +269,15 @@ class TitoTokenizer:
                 f"stored conversation at character {offset}: {context_text[offset : offset + 60]!r} became "
                 f"{full_text[offset : offset + 60]!r}; the template is not append-only for this sequence"
             )
-        return self._appended_ids(context_text, full_text[len(context_text) :], len(old_messages))
+        marked = self._marked_render([*context, *appended], len(context), full_text, context_tools, True)
+        suffix = MarkedRender(
+            full_text[len(context_text) :],
+            tuple((start - len(context_text), end - len(context_text)) for start, end in marked.content_spans),
+        )
+        return self._appended_ids(context_text, suffix, len(old_messages))
 
-    def _appended_ids(self, context_text: str, suffix_text: str, first_index: int) -> list[int]:
-        family = self.family
+    def _appended_ids(self, context_text: str, suffix: MarkedRender, first_index: int) -> list[int]:
+        family, suffix_text = self.family, suffix.text
         prefix = family.junction.anchor_prefix(family.end_of_turn)
         if prefix:
             if not context_text.endswith(prefix):
@@ -264,7 +296,8 @@ class TitoTokenizer:
                     f"with {suffix_text[:40]!r}",
                 )
             anchor_text, anchor_id = opener, self._opener_ids[opener]
-        ids = self.tokenizer.encode(prefix + suffix_text, add_special_tokens=False)
+        shifted = tuple((start + len(prefix), end + len(prefix)) for start, end in suffix.content_spans)
+        ids = self._content.encode(MarkedRender(prefix + suffix_text, shifted))
         if not ids or ids[0] != anchor_id:
             raise TokenMismatchError(
                 family.name, 0, f"{anchor_id} {anchor_text!r}", ids[0] if ids else None,
@@ -377,6 +410,14 @@ def get_tito_tokenizer(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     allowed_append_roles: Sequence[str] | None = None,
     matcher: MessageMatcher = strict_message_matches,
+    content_special_tokens: ContentSpecialTokens = None,
 ) -> TitoTokenizer:
-    """A TitoTokenizer for `family` (a registry name); `allowed_append_roles=None` allows all the family supports."""
-    return TitoTokenizer(tokenizer, get_family(family), chat_template_kwargs, allowed_append_roles, matcher)
+    """A TitoTokenizer for `family` (a registry name); `allowed_append_roles=None` allows all the family supports.
+
+    `content_special_tokens` says whether special-token text inside message content becomes control tokens
+    (`"control"`, as `apply_chat_template(tokenize=True)` does) or stays plain text (`"text"`): one mode for every
+    role or a per-role mapping; the default is `"text"` for tool output and `"control"` for the other roles.
+    """
+    return TitoTokenizer(
+        tokenizer, get_family(family), chat_template_kwargs, allowed_append_roles, matcher, content_special_tokens
+    )

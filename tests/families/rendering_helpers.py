@@ -225,6 +225,20 @@ def broad_conversations(values: st.SearchStrategy[Any], inline_reasoning: str) -
     return st.lists(message, min_size=1, max_size=8)
 
 
+def reasoning_from_the_field_only(messages: list[Message]) -> list[Message]:
+    """The official input our render equals under the verbatim-content deviation: an assistant with think tags
+    in its content and no reasoning_content gets an empty one, so the official template stops splitting it."""
+    return [
+        {**m, "reasoning_content": ""}
+        if m["role"] == "assistant"
+        and m.get("reasoning_content") is None
+        and isinstance(m.get("content"), str)
+        and ("<think>" in m["content"] or "</think>" in m["content"])
+        else m
+        for m in messages
+    ]
+
+
 # ---- append-only ----------------------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ answer malformed, so every engine failure path runs through the real HTTP stack.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
@@ -15,8 +16,8 @@ import httpx
 import pytest
 
 from tito.engines.instant import InstantEngine
-from tito.engines.protocol import EngineInfo, GenerateRequest, Generation, GenerationChunk
-from tito.errors import EngineUnavailableError
+from tito.engines.protocol import EngineInfo, Finish, FinishKind, GenerateRequest, Generation, GenerationChunk
+from tito.errors import EngineResponseError, EngineUnavailableError
 from tito.server import ServerOptions, ServerState, create_app
 from tito.server.launch import instant_reply_ids
 from tito.server.running import serve_in_thread
@@ -31,8 +32,12 @@ class ScriptedEngine:
         self.default_reply = list(default_reply)
         self.replies: deque[list[int]] = deque()
         self.fault: str | None = None
-        """None, `down` (unreachable), `hang` (never answers in time), `malformed` (ids without logprobs)."""
+        """None, `down` (unreachable), `hang` (never answers in time), `malformed` (ids without logprobs), `break`
+        (a stream fails after its first chunk)."""
         self.delay = 0.0
+        """Seconds a reply takes (cut short by an abort); in a stream, the time before each chunk."""
+        self.aborted: list[str] = []
+        """The request ids the server aborted, in order."""
         self.inner = InstantEngine(self._script)
 
     def _script(self, request: GenerateRequest) -> Sequence[int]:
@@ -55,20 +60,38 @@ class ScriptedEngine:
         generation = await self.inner.generate(request)  # records the request first: tests see it in flight
         if self.fault == "hang":
             await asyncio.sleep(30)
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if self.delay and await self._aborted_within(request.request_id, self.delay):
+            return replace(generation, finish=Finish(FinishKind.ABORT, detail="aborted by the client"))
         if self.fault == "malformed":
             return replace(generation, output_logprobs=generation.output_logprobs[:0])
         return generation
 
-    def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
-        return self.inner.stream(request)
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        """The instant engine's stream, `delay` before each chunk; fault `break` fails it after the first chunk."""
+        if self.fault == "down":
+            raise EngineUnavailableError("instant", "connection refused (scripted)")
+        async for chunk in self.inner.stream(request):
+            if self.delay and await self._aborted_within(request.request_id, self.delay):
+                yield GenerationChunk(chunk.ids[:0], chunk.logprobs[:0], Finish(FinishKind.ABORT))
+                return
+            yield chunk
+            if self.fault == "break":
+                raise EngineResponseError("instant", "connection reset mid-stream (scripted)")
+
+    async def _aborted_within(self, request_id: str, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if request_id in self.aborted:
+                return True
+            await asyncio.sleep(0.01)
+        return request_id in self.aborted
 
     async def health(self) -> None:
         if self.fault == "down":
             raise EngineUnavailableError("instant", "connection refused (scripted)")
 
     async def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
         await self.inner.abort(request_id)
 
     async def aclose(self) -> None:
@@ -127,3 +150,4 @@ def _reset_engine(request: pytest.FixtureRequest) -> Iterator[None]:
         engine: ScriptedEngine = request.getfixturevalue("server").engine
         engine.fault, engine.delay = None, 0.0
         engine.replies.clear()
+        engine.aborted.clear()

@@ -245,14 +245,19 @@ def test_of_two_concurrent_requests_the_loser_gets_409_and_the_winner_is_recorde
     assert [t["response_id"] for t in turns_of(server, session_id)] == [winners[0].id]
 
 
-def test_delete_during_an_in_flight_turn_returns_the_reply_and_the_session_is_gone(server: Server) -> None:
+def test_delete_during_an_in_flight_turn_aborts_the_engine_request_and_the_session_is_gone(server: Server) -> None:
     session_id = server.new_session()
-    server.engine.delay = 0.5
+    server.engine.delay = 5.0
     sdk = client(server, session_id)
-    replies: list[Any] = []
-    worker = threading.Thread(target=lambda: replies.append(
-        sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-    ))  # fmt: skip
+    errors: list[Any] = []
+
+    def turn() -> None:
+        try:
+            sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        except openai.APIStatusError as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=turn)
     calls = len(server.engine.requests)
     worker.start()
     deadline = time.monotonic() + 5
@@ -260,7 +265,8 @@ def test_delete_during_an_in_flight_turn_returns_the_reply_and_the_session_is_go
         time.sleep(0.01)
     assert server.http.delete(f"/sessions/{session_id}").status_code == 204
     worker.join(5)
-    assert replies and replies[0].choices[0].message.content
+    assert server.engine.aborted == [server.engine.requests[-1].request_id]
+    assert errors and errors[0].status_code == 410 and "deleted during the turn" in errors[0].message
     gone = server.http.get(f"/sessions/{session_id}")
     assert gone.status_code == 410 and gone.json()["error"]["type"] == "SessionGoneError"
 
@@ -292,7 +298,8 @@ def test_engine_failures_are_502_or_504_and_leave_the_session_unchanged(
     ({"messages": "not a list"}, "messages"),
     ({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "temperature"),
     ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n=2"),
-    ({"messages": [{"role": "user", "content": "x"}], "stream": True}, "stream"),
+    ({"messages": [{"role": "user", "content": "x"}], "stream": True, "stream_options": {"include_usage": []}},
+     "stream_options"),
     ({"messages": [{"role": "user", "content": 5}]}, "message 0.*content"),
 ])  # fmt: skip
 def test_bad_request_bodies_are_400_naming_the_field(server: Server, body: dict[str, Any], match: str) -> None:

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from tito.errors import AppendOnlyError, ConfigurationError, TruncatedTurnError
+from tito.errors import AppendOnlyError, TruncatedTurnError
 from tito.trajectory import create_trajectory
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError, ToolsChangedError
+from tito.trajectory.tree import TreeTrajectory
 
 STOP = 99
 
@@ -111,15 +112,15 @@ def test_a_stale_plan_fails_the_check() -> None:
         trajectory.check(stale)
 
 
-def test_create_trajectory_builds_linear_and_names_a_missing_tree() -> None:
+def test_create_trajectory_builds_the_kind_the_config_asks_for() -> None:
     assert isinstance(create_trajectory(SessionConfig()), LinearTrajectory)
-    try:
-        import tito.trajectory.tree  # noqa: F401
-    except ImportError:
-        with pytest.raises(ConfigurationError, match="tree"):
-            create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
-    else:
-        assert create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE)) is not None
+    assert isinstance(create_trajectory(SessionConfig(trajectory=TrajectoryKind.TREE)), TreeTrajectory)
+
+
+def test_a_linear_session_returns_its_samples_unchanged() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    samples = [object()]
+    assert trajectory.postprocess_samples(samples) == samples
 
 
 def test_later_turns_must_send_the_first_turns_tools_but_a_fresh_start_may_change_them() -> None:

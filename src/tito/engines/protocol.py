@@ -178,40 +178,56 @@ class Engine(Protocol):
         ...
 
 
-async def collect_stream(chunks: AsyncIterator[GenerationChunk], started: float) -> Generation:
-    """Accumulate a stream into the `Generation` the non-streaming call returns (same ids, logprobs, finish).
+class StreamCollector:
+    """Accumulates stream chunks, as they arrive, into the `Generation` the non-streaming call returns (same ids,
+    logprobs, finish).
 
     `started` is the `time.monotonic()` at which the request was sent; the first-token time is taken when the
-    first non-empty chunk arrives.
+    first non-empty chunk is added.
     """
-    ids = token_ids()
-    logprobs = logprob_values()
-    finish: Finish | None = None
-    prompt_tokens = 0
-    cached_tokens = 0
-    versions: list[str] = []
-    first_token: float | None = None
-    async for chunk in chunks:
-        if chunk.ids and first_token is None:
-            first_token = time.monotonic() - started
-        ids.extend(chunk.ids)
-        logprobs.extend(chunk.logprobs)
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.ids = token_ids()
+        self.logprobs = logprob_values()
+        self.finish: Finish | None = None
+        self.prompt_tokens = 0
+        self.cached_tokens = 0
+        self.versions: list[str] = []
+        self.first_token: float | None = None
+
+    def add(self, chunk: GenerationChunk) -> None:
+        if chunk.ids and self.first_token is None:
+            self.first_token = time.monotonic() - self.started
+        self.ids.extend(chunk.ids)
+        self.logprobs.extend(chunk.logprobs)
         if chunk.prompt_tokens is not None:
-            prompt_tokens = chunk.prompt_tokens
+            self.prompt_tokens = chunk.prompt_tokens
         if chunk.cached_tokens is not None:
-            cached_tokens = chunk.cached_tokens
-        if chunk.weight_version is not None and (not versions or versions[-1] != chunk.weight_version):
-            versions.append(chunk.weight_version)
+            self.cached_tokens = chunk.cached_tokens
+        if chunk.weight_version is not None and (not self.versions or self.versions[-1] != chunk.weight_version):
+            self.versions.append(chunk.weight_version)
         if chunk.finish is not None:
-            finish = chunk.finish
-    if finish is None:
-        raise EngineResponseError("stream", "the stream ended without a finish reason")
-    return Generation(
-        output_ids=ids,
-        output_logprobs=logprobs,
-        finish=finish,
-        prompt_tokens=prompt_tokens,
-        cached_tokens=cached_tokens,
-        weight_versions=tuple(versions),
-        timings=Timings(total=time.monotonic() - started, first_token=first_token),
-    )
+            self.finish = chunk.finish
+
+    def generation(self) -> Generation:
+        """The whole generation; the stream must have ended with a finish."""
+        if self.finish is None:
+            raise EngineResponseError("stream", "the stream ended without a finish reason")
+        return Generation(
+            output_ids=self.ids,
+            output_logprobs=self.logprobs,
+            finish=self.finish,
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            weight_versions=tuple(self.versions),
+            timings=Timings(total=time.monotonic() - self.started, first_token=self.first_token),
+        )
+
+
+async def collect_stream(chunks: AsyncIterator[GenerationChunk], started: float) -> Generation:
+    """Accumulate a whole stream into the `Generation` the non-streaming call returns (see StreamCollector)."""
+    collector = StreamCollector(started)
+    async for chunk in chunks:
+        collector.add(chunk)
+    return collector.generation()

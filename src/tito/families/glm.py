@@ -18,12 +18,13 @@ Evidence: shared/reference/templates/glm-4.7.jinja and glm-5.jinja (renders `<|o
 of consecutive tool results and nothing after a turn); the published GLM-4 stop ids 151329/151336/151338 are
 `<|endoftext|>`, `<|user|>`, `<|observation|>`.
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 GLM47 = Family(
     name="glm47",
@@ -71,6 +72,7 @@ GLM47 = Family(
         "a message with an unknown role raises (official: silently dropped), so no content disappears",
         "tool-call arguments given as JSON text raise with a clear message (official: fails on `.items()`); tito "
         "decodes them to an object first (ToolArguments.OBJECT)",
+        VERBATIM_ASSISTANT_CONTENT,
     ),
 )
 

@@ -12,7 +12,7 @@ switch) and renders a later system message as a system turn. It is used for ever
 included: on tool-loop histories it renders byte-identically to the official one. Pinned by
 tests/families/test_minimax.py (parity, append-only matrix, negative control).
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 _MINIMAX_SPECIALS = ("]~!b[", "]~b]", "[e~[", "<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>")
 _MINIMAX_DEVIATIONS = (
@@ -34,6 +35,7 @@ _MINIMAX_DEVIATIONS = (
     "generated turn starts inside the generation prompt's `<think>\\n`, so the prompt stays a prefix of the turn",
     "null content renders as empty (official: the text `None`, e.g. in every assistant that only calls tools), "
     "which is what the model sampled",
+    VERBATIM_ASSISTANT_CONTENT,
 )
 
 MINIMAX_M25 = Family(

@@ -9,12 +9,13 @@ arguments passed as objects.
 Evidence: shared/reference/templates/nemotron-3-nano.jinja and nemotron-3-super.jinja (Super adds the
 `low_effort` kwarg, nothing else).
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 NEMOTRON3 = Family(
     name="nemotron3",
@@ -40,6 +41,7 @@ NEMOTRON3 = Family(
         "with low_effort (Super) every user message carries `{reasoning effort: low}` (official: only the last "
         "one, which would move when a user turn is appended); equal to official with one user message",
         "null content renders as empty (official: the text `None`)",
+        VERBATIM_ASSISTANT_CONTENT,
         "a tool result that opens the conversation still gets its `<|im_start|>user` opener (official: omitted)",
         "tool-call arguments given as JSON text raise with a clear message (official: fails on `items`); tito "
         "decodes them to an object first (ToolArguments.OBJECT)",

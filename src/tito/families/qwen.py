@@ -4,7 +4,7 @@ Boundary fact (all three): the model stops at `<|im_end|>` (151645 / 248046), bu
 `<|im_end|>\\n`, so the junction inserts the `\\n` (Junction.NEWLINE_AFTER_STOP); pinned by
 tests/test_tokenizer.py::test_merge_tokens_equals_full_render.
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
 
 _QWEN_STOPS = ("<|im_end|>", "<|endoftext|>")
 _QWEN_STOP_CLOSING = {"<|endoftext|>": "<|im_end|>"}
@@ -51,7 +52,7 @@ QWEN3 = Family(
     special_tokens=_QWEN_SPECIALS,
     official_template="qwen3.jinja",
     builtin_tokenizer="qwen3",
-    deviations=(_KEEP_REASONING, _EMPTY_THINK),
+    deviations=(_KEEP_REASONING, _EMPTY_THINK, VERBATIM_ASSISTANT_CONTENT),
 )
 
 QWENNEXT = dataclasses.replace(
@@ -86,6 +87,7 @@ QWEN35 = Family(
         "non-string tool-call parameter values render as JSON (`true`, `null`); official Qwen3.5 writes "
         "Python's `True`/`None` (Qwen3.6 made the same fix)",
         "with reasoning kept, a conversation without a user query renders (official raises)",
+        VERBATIM_ASSISTANT_CONTENT,
     ),
 )
 

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
+from tito.server.aborting import TurnWatch
 from tito.server.completions import (
     build_turn,
     fingerprint,
@@ -34,10 +35,11 @@ from tito.server.completions import (
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.samples import build_samples
 from tito.server.state import ServerState
+from tito.server.streaming import streamed_reply
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
-from tito.trajectory.samples import SampleAssemblyError, assemble_sample
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -143,12 +145,15 @@ def create_app(state: ServerState) -> FastAPI:
         except ValidationError as exc:
             raise validation_error(exc) from None
         roles = tuple(asked.allowed_append_roles) if asked.allowed_append_roles is not None else None
+        strict = asked.strict_append_only
         config = SessionConfig(
-            trajectory=TrajectoryKind(asked.trajectory),
+            trajectory=TrajectoryKind(asked.trajectory) if asked.trajectory else options.trajectory,
             chat_template_kwargs=asked.chat_template_kwargs or {},
             allowed_append_roles=roles,
-            max_nodes=asked.max_nodes,
-            strict_append_only=asked.strict_append_only,
+            max_nodes=asked.max_nodes or options.max_nodes,
+            strict_append_only=options.strict_append_only if strict is None else strict,
+            sample_picker=options.sample_picker,
+            sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=asked.ttl_seconds or options.session_ttl,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
@@ -175,19 +180,20 @@ def create_app(state: ServerState) -> FastAPI:
         body = await read_body(request, options.max_body_bytes)
         chat = parse_chat_request(body)
         prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
+        if chat.stream:
+            return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
             return json_response(reply_body(prepared, state.model_name))
         engine_started = time.monotonic()
-        generation = await generate(state, prepared)
+        async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
+            generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
         turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info.name)
         await registry.commit(session, prepared.plan, turn)
         reply = json_response(reply_body(turn, state.model_name))
-        metrics.turns.inc()
-        metrics.tokens_in.inc(len(prepared.prompt_ids))
-        metrics.tokens_out.inc(len(generation.output_ids))
-        metrics.engine_seconds.observe(engine_seconds)
-        metrics.added_seconds.observe(time.monotonic() - started - engine_seconds)
+        metrics.observe_turn(
+            len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
+        )
         return reply
 
     @app.post("/sessions/{session_id}/samples")
@@ -198,20 +204,9 @@ def create_app(state: ServerState) -> FastAPI:
             asked = SamplesRequest.model_validate_json(body) if body.strip() else SamplesRequest()
         except ValidationError as exc:
             raise validation_error(exc) from None
-        trajectory = session.trajectory
-        metadata = {**(asked.metadata or {}), "engine": state.engine.info.name,
-                    "logprob_semantics": state.engine.info.logprob_semantics.value}  # fmt: skip
-        reward = asked.reward if asked.reward is not None else _number((asked.metadata or {}).get("reward"))
-        turns = {node.node_id: node.turn for node in trajectory.store}
-        built = [
-            assemble_sample(
-                session_id, sequence, [turns[span.node_id] for span in sequence.spans], asked.max_seq_len, reward,
-                metadata,
-            )
-            for sequence in trajectory.sample_sequences()
-        ]  # fmt: skip
-        if not built:
-            raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
+        engine = state.engine.info
+        server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
+        built = build_samples(session_id, session.trajectory, asked, server_metadata)
         await registry.samples_taken(session)
         wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
         if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):
@@ -219,10 +214,6 @@ def create_app(state: ServerState) -> FastAPI:
         return json_response({"session_id": session_id, "samples": [sample_to_json(sample) for sample in built]})
 
     return app
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 async def _sweep_expired(state: ServerState) -> None:

@@ -15,7 +15,7 @@ import secrets
 import time
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +48,8 @@ class PreparedTurn:
     """How many of the parent path's ids the prompt keeps (the rest of the prompt is the turn's own)."""
     sampling: SamplingParams
     fingerprint: str
+    request_id: str = field(default_factory=lambda: f"tito-{secrets.token_hex(8)}")
+    """The engine request's id: what an abort names."""
 
 
 def parse_chat_request(body: bytes) -> ChatCompletionRequest:
@@ -57,8 +59,6 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
         raise validation_error(exc) from None
     if request.n is not None and request.n > 1:
         raise BadRequestError(f"n={request.n}: a session records one trajectory, so n must be 1")
-    if request.stream:
-        raise BadRequestError("stream=true is not yet supported by this server; send stream=false (or omit it)")
     return request
 
 
@@ -130,12 +130,14 @@ def sampling_params(
     )
 
 
+def engine_request(prepared: PreparedTurn) -> GenerateRequest:
+    return GenerateRequest(prepared.prompt_ids, prepared.sampling, prepared.request_id, prepared.session.session_id)
+
+
 async def generate(state: ServerState, prepared: PreparedTurn) -> Generation:
     """The engine call, no lock held; every failure becomes an EngineError (502/504) and changes nothing."""
     engine = state.engine
-    request = GenerateRequest(
-        prepared.prompt_ids, prepared.sampling, f"tito-{secrets.token_hex(8)}", prepared.session.session_id
-    )
+    request = engine_request(prepared)
     try:
         generation = await asyncio.wait_for(engine.generate(request), state.options.engine_timeout)
     except TimeoutError:

@@ -33,6 +33,12 @@ class SessionGoneError(TitoError):
     http_status = 410
 
 
+class ClientDisconnectedError(TitoError):
+    """The client went away during its turn; nothing was recorded (499, nginx's code: no one reads it)."""
+
+    http_status = 499
+
+
 class BodyTooLargeError(TitoError):
     http_status = 413
 

@@ -28,5 +28,15 @@ class ServerMetrics:
         )
         self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
 
+    def observe_turn(
+        self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, total_seconds: float
+    ) -> None:
+        """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added."""
+        self.turns.inc()
+        self.tokens_in.inc(prompt_tokens)
+        self.tokens_out.inc(completion_tokens)
+        self.engine_seconds.observe(engine_seconds)
+        self.added_seconds.observe(total_seconds - engine_seconds)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

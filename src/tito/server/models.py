@@ -13,6 +13,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -32,6 +38,9 @@ class ChatCompletionRequest(BaseModel):
     repetition_penalty: float | None = None
     n: int | None = Field(default=None, ge=1)
     stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    return_token_ids: bool = False
+    """tito's extension (the SDK's `extra_body`): each streamed chunk carries the ids it covers and their logprobs."""
     chat_template_kwargs: dict[str, Any] | None = None
 
 
@@ -40,14 +49,15 @@ class SessionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trajectory: Literal["linear", "tree"] = "linear"
+    trajectory: Literal["linear", "tree"] | None = None
+    """None: the server's `--trajectory`."""
     chat_template_kwargs: dict[str, Any] | None = None
     allowed_append_roles: list[str] | None = None
     ttl_seconds: float | None = Field(default=None, gt=0)
     max_nodes: int | None = Field(default=None, ge=1)
-    """Tree sessions: the most generations kept."""
-    strict_append_only: bool = False
-    """Tree sessions: refuse any branch instead of growing one."""
+    """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
+    strict_append_only: bool | None = None
+    """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
 
 
 class SamplesRequest(BaseModel):

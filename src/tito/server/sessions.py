@@ -56,6 +56,8 @@ class Session:
     """Wall-clock time of creation."""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    deleted: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the session is deleted or expires: a turn in flight aborts its engine request."""
 
 
 class SessionRegistry:
@@ -153,7 +155,9 @@ class SessionRegistry:
         elif isinstance(event, TurnCommitted):
             self._sessions[event.session_id].trajectory.apply(event)
         elif isinstance(event, SessionDeleted):
-            self._sessions.pop(event.session_id, None)
+            deleted = self._sessions.pop(event.session_id, None)
+            if deleted is not None:
+                deleted.deleted.set()
             self._gone[event.session_id] = event.reason
             while len(self._gone) > _TOMBSTONES:
                 self._gone.popitem(last=False)

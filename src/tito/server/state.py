@@ -1,6 +1,6 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: engines.protocol, server.metrics, server.sessions, server.tokenizers, tokenizer_protocol.
+Imports from tito: engines.protocol, server.metrics, server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
 from tito.tokenizer_protocol import Tokenizer
+from tito.trajectory.events import TrajectoryKind
+from tito.trajectory.picking import load_hook
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,16 @@ class ServerOptions:
     """What `/v1/models` and replies call the model; default: the engine's model name."""
     offload_chars: int = 20_000
     """Appended text longer than this is rendered and tokenized off the event loop."""
+    trajectory: TrajectoryKind = TrajectoryKind.LINEAR
+    """The kind of a session whose `POST /sessions` names none."""
+    strict_append_only: bool = False
+    """Tree sessions' default: refuse any branch (400) instead of growing one."""
+    max_nodes: int | None = None
+    """Tree sessions' default node limit; None: no limit."""
+    sample_picker: str | None = None
+    """Tree sessions: `module:function` choosing the leaves that become samples; None: drop superseded retries."""
+    sample_postprocessor: str | None = None
+    """Tree sessions: `module:function` run on the assembled samples; None: none."""
 
 
 class ServerState:
@@ -44,6 +56,10 @@ class ServerState:
     def __init__(
         self, tokenizer: Tokenizer, engine: Engine, options: ServerOptions, sink: EventSink | None = None
     ) -> None:
+        for hook, option in [(options.sample_picker, "--sample-picker"),
+                             (options.sample_postprocessor, "--sample-postprocessor")]:  # fmt: skip
+            if hook is not None:
+                load_hook(hook, option)  # a bad hook fails at startup, not at the first /samples
         self.options = options
         self.engine = engine
         self.tokenizers = TokenizerPool(

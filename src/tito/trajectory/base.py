@@ -12,10 +12,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class Trajectory(Protocol):
     def sample_sequences(self) -> list[PathSequence]:
         """The path sequences that become samples: linear, its one path; tree, one per kept leaf (the picker
         applied, a node shared by several kept leaves trained once: loss mask 0 on it in all but the earliest)."""
+        ...
+
+    def postprocess_samples(self, samples: Sequence[T]) -> list[T]:
+        """The samples assembled from `sample_sequences()`, after the session's post-processor (tree sessions with
+        `--sample-postprocessor`; otherwise unchanged)."""
         ...
 
     def describe(self) -> Mapping[str, Any]:

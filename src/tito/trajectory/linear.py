@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence, TrajectoryIntegrityError
+
+T = TypeVar("T")
 
 
 class SessionMovedOnError(TitoError):
@@ -165,6 +167,10 @@ class LinearTrajectory:
 
     def sample_sequences(self) -> list[PathSequence]:
         return [] if self._head is None else [self.store.path_sequence(self._head)]
+
+    def postprocess_samples(self, samples: Sequence[T]) -> list[T]:
+        """Linear sessions have no post-processor: the one sample as assembled."""
+        return list(samples)
 
     def turns(self) -> list[TurnCommitted]:
         """The committed turns on the path, first to last."""
