@@ -133,3 +133,63 @@ def test_a_thinking_kwarg_restricts_verify_to_that_mode(capsys: pytest.CaptureFi
     assert main(["verify", "--family", "qwen3", "--max-sequence-length", "1", "--chat-template-kwargs", kwargs]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("multi_user")]
     assert [row[1] for row in rows] == ["off"]
+
+
+def test_render_and_verify_announce_a_stand_in_tokenizer_on_stdout_in_the_same_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tito.family_tokenizer import stand_in_notice
+
+    notice = stand_in_notice("glm47")
+    assert notice is not None
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "Hi"}]))
+    assert main(["render", "--family", "glm47", str(conversation)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == notice
+    assert main(["render", "--family", "glm47", str(conversation), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stand_in_notice"] == notice
+    assert main(["verify", "--family", "glm47", "--max-sequence-length", "1", "--allowed-append-roles", "tool"]) == 0
+    assert notice in capsys.readouterr().out.splitlines()
+    assert main(["render", "--family", "qwen3", str(conversation)]) == 0
+    assert "stand-in" not in capsys.readouterr().out, "qwen3 renders with its real tokenizer"
+
+
+def test_verify_list_explains_every_shape_on_one_line_without_a_family(capsys: pytest.CaptureFixture[str]) -> None:
+    from tito.conformance import SHAPE_EXPLANATIONS, shapes
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify", "--list"])
+    assert exit_info.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(SHAPE_EXPLANATIONS)
+    assert set(shapes()) | {"quoted_markers", "roles"} == set(SHAPE_EXPLANATIONS)
+    assert all(len(line.split()) > 2 for line in lines), "each shape has its explanation"
+
+
+def test_verify_json_counts_each_shape_and_mode_and_every_case(capsys: pytest.CaptureFixture[str]) -> None:
+    from tito.conformance import SHAPE_EXPLANATIONS
+
+    assert main(["verify", "--family", "qwen3", "--max-sequence-length", "1", "--allowed-append-roles", "tool",
+                 "--json"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    counts = report["counts"]
+    assert {row["thinking"] for row in counts} == {True, False}
+    assert {row["shape"] for row in counts} <= set(SHAPE_EXPLANATIONS), "every reported shape is explained by --list"
+    assert sum(row["passed"] + row["failed"] + row["skipped"] for row in counts) == report["cases"]
+    assert report["failed"] == [] and report["stand_in_notice"] is None
+
+
+def test_verify_json_lists_every_failure(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import tito.conformance
+    from tito.conformance import CaseResult
+
+    failures = [CaseResult("roles:tool", cut, ("tool",), None, "prefix", False, f"case {cut}") for cut in range(25)]
+    passed = CaseResult("multi_user", 0, ("user",), None, "prefix", True)
+    monkeypatch.setattr(tito.conformance, "run_matrix", lambda *args: [*failures, passed])
+    assert main(["verify", "--family", "qwen3", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [failure["detail"] for failure in report["failed"]] == [f"case {cut}" for cut in range(25)]
+    assert report["counts"] == [
+        {"shape": "roles", "thinking": None, "passed": 0, "failed": 25, "skipped": 0},
+        {"shape": "multi_user", "thinking": None, "passed": 1, "failed": 0, "skipped": 0},
+    ]

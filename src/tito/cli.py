@@ -1,27 +1,31 @@
-"""`tito render | verify | serve | demo`: the command line. Results to stdout, diagnostics to stderr.
+"""`tito render | verify | serve | demo | journal`: the command line. Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, engines, errors, families, journal, server, tokenizer, tokenizer_loading,
-trajectory.
+Imports from tito: _version, conformance, content_tokens, engines, errors, families, family_tokenizer, journal,
+server, tokenizer, tokenizer_loading, trajectory.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tito._version import package_version
 from tito.content_tokens import CONTENT_MODES
 from tito.errors import TitoError
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
+
+if TYPE_CHECKING:
+    from tito.conformance import CaseResult
 
 
 class UsageError(Exception):
@@ -95,7 +99,7 @@ def _content_special_tokens(value: str) -> Any:
 
 
 def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
-    from tito.conformance import builtin_tokenizer_for
+    from tito.family_tokenizer import builtin_tokenizer_for
     from tito.tokenizer_loading import load_tokenizer
 
     if args.tokenizer:
@@ -103,23 +107,49 @@ def _tokenizer(args: argparse.Namespace) -> tuple[Any, str]:
     return builtin_tokenizer_for(args.family)
 
 
+def _stand_in_notice(args: argparse.Namespace) -> str | None:
+    """The line `tito render` and `tito verify` print on stdout when the family's builtin tokenizer is a stand-in."""
+    from tito.family_tokenizer import stand_in_notice
+
+    return None if args.tokenizer else stand_in_notice(args.family)
+
+
 def _render(args: argparse.Namespace) -> int:
     from tito.tokenizer import get_tito_tokenizer
 
     messages, tools = _conversation(args.file)
-    tokenizer, _ = _tokenizer(args)
+    tokenizer, described = _tokenizer(args)
     tt = get_tito_tokenizer(
         tokenizer, args.family, args.chat_template_kwargs, content_special_tokens=args.content_special_tokens
     )
     text = tt.render(messages, tools, add_generation_prompt=args.add_generation_prompt)
     ids = tt.tokenize(messages, tools, add_generation_prompt=args.add_generation_prompt)
+    notice = _stand_in_notice(args)
     if args.json:
-        print(json.dumps({"family": tt.family.name, "text": text, "ids": ids}, ensure_ascii=False))
+        print(json.dumps({"family": tt.family.name, "tokenizer": described, "stand_in_notice": notice, "text": text,
+                          "ids": ids}, ensure_ascii=False))  # fmt: skip
     else:
+        if notice:
+            print(notice)
         print(text)
         print(f"--- {len(ids)} ids ---", file=sys.stderr)
         print(" ".join(map(str, ids)))
     return 0
+
+
+_OUTCOMES = ("passed", "failed", "skipped")
+
+
+def _outcome(result: CaseResult) -> str:
+    return "skipped" if result.detail.startswith("skipped") else "passed" if result.passed else "failed"
+
+
+def _verify_counts(results: Sequence[CaseResult]) -> dict[tuple[str, bool | None], collections.Counter[str]]:
+    """(shape group, thinking mode) -> outcome counts; every `roles:...` shape counts under `roles`."""
+    counts: dict[tuple[str, bool | None], collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for result in results:
+        counts[(result.shape.split(":")[0], result.thinking)][_outcome(result)] += 1
+    return counts
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -127,6 +157,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     tokenizer, described = _tokenizer(args)
     family = get_family(args.family).name
+    notice = _stand_in_notice(args)
     print(f"tito verify --family {family}: tokenizer = {described}", file=sys.stderr)
     results = run_matrix(
         tokenizer,
@@ -137,18 +168,21 @@ def _verify(args: argparse.Namespace) -> int:
         args.content_special_tokens,
     )
     failed = [r for r in results if not r.passed]
+    counts = _verify_counts(results)
     if args.json:
-        print(json.dumps({"family": family, "cases": len(results), "failed": [r.__dict__ for r in failed]}))
+        print(json.dumps({
+            "family": family, "tokenizer": described, "stand_in_notice": notice, "cases": len(results),
+            "counts": [{"shape": group, "thinking": thinking, **{outcome: n[outcome] for outcome in _OUTCOMES}}
+                       for (group, thinking), n in counts.items()],
+            "failed": [dataclasses.asdict(r) for r in failed],
+        }))  # fmt: skip
         return 1 if failed else 0
-    table: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for result in results:
-        group = result.shape.split(":")[0] if result.shape.startswith("roles:") else result.shape
-        thinking = {True: "on", False: "off", None: "-"}[result.thinking]
-        outcome = "skipped" if result.detail.startswith("skipped") else "passed" if result.passed else "failed"
-        table[(group, thinking)][outcome] += 1
+    if notice:
+        print(notice)
     print(f"{'shape':34} {'thinking':8} {'passed':>7} {'failed':>7} {'skipped':>8}")
-    for (group, thinking), counts in table.items():
-        print(f"{group:34} {thinking:8} {counts['passed']:7} {counts['failed']:7} {counts['skipped']:8}")
+    for (group, thinking), n in counts.items():
+        mode = {True: "on", False: "off", None: "-"}[thinking]
+        print(f"{group:34} {mode:8} {n['passed']:7} {n['failed']:7} {n['skipped']:8}")
     if get_family(family).probed:
         from tito.tokenizer import get_tito_tokenizer
 
@@ -159,9 +193,24 @@ def _verify(args: argparse.Namespace) -> int:
     for result in failed[:20]:
         print(f"FAILED {result.shape} cut={result.cut} roles={'-'.join(result.appended_roles)} "
               f"thinking={result.thinking} {result.check}: {result.detail}", file=sys.stderr)  # fmt: skip
-    skipped = sum(r.detail.startswith("skipped") for r in results)
+    skipped = sum(_outcome(r) == "skipped" for r in results)
     print(f"{family}: {len(results) - len(failed) - skipped} passed, {len(failed)} failed, {skipped} skipped")
     return 1 if failed else 0
+
+
+class _ListShapes(argparse.Action):
+    """`tito verify --list`: each shape with one line, then exit (no --family needed, like --version)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        from tito.conformance import SHAPE_EXPLANATIONS
+
+        for shape, explanation in SHAPE_EXPLANATIONS.items():
+            print(f"{shape:30} {explanation}")
+        parser.exit()
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -284,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.set_defaults(run=_render)
     verify = commands.add_parser(
         "verify", help="run the conformance matrix (shapes x append-role sequences x thinking on/off)",
-        epilog="example: tito verify --family qwen3",
+        epilog="example: tito verify --family qwen3 (tito verify --list explains the shapes)",
     )  # fmt: skip
     _add_family(verify)
     verify.add_argument(
@@ -296,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"check only sequences of these appended roles ({', '.join(VALID_APPEND_ROLES)}) [Default: all the "
         "family supports]",
     )  # fmt: skip
+    verify.add_argument("--list", action=_ListShapes, help="print the conversation shapes, one line each, and exit")
     verify.set_defaults(run=_verify)
     _add_serve_command(commands)
     _add_demo_command(commands)

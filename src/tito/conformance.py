@@ -7,7 +7,7 @@ rendered turn; and at token level that `merge_tokens` equals the ids of the full
 stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
 them: the full render's ids cut right after the sampled stop token.
 
-Imports from tito: comparator, content_tokens, errors, families, tokenizer, tokenizer_loading.
+Imports from tito: comparator, content_tokens, errors, families, family_tokenizer, tokenizer, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 from tito.comparator import compare_token_sequences
 from tito.content_tokens import ContentSpecialTokens
-from tito.errors import ConfigurationError, TitoError
+from tito.errors import TitoError
 from tito.families.base import Family
 from tito.families.registry import get_family
+from tito.family_tokenizer import builtin_tokenizer_for as builtin_tokenizer_for  # the matrix's callers take it here
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
 
@@ -165,6 +166,24 @@ def shapes() -> dict[str, list[Turn]]:
             _assistant("Two results found.", "Done."),
         ],
     }  # fmt: skip
+
+
+SHAPE_EXPLANATIONS: dict[str, str] = {
+    "single_tool": "one tool call, its result, then the final answer",
+    "parallel_tools": "two tool calls in one turn, two results appended together",
+    "long_chain": "five tool-call rounds in a row: the junction repeats on a long history",
+    "multi_user": "plain chat: three user turns, no tools",
+    "mid_session_system": "a system message appended after a tool result (a harness note mid-session)",
+    "injected_assistant_then_user": "an assistant message the harness injects (compaction summary), then a user",
+    "user_after_tool": "a user message appended right after a tool result",
+    "empty_reasoning": "assistants whose reasoning is empty",
+    "unicode_boolean_arguments": "non-ASCII text and a boolean argument in a tool call",
+    "string_arguments": "tool-call arguments the model spelled as a JSON string, kept verbatim",
+    "quoted_markers": "content in every role quoting think tags and every marker of the family, tokenized per the "
+    "content mode (--content-special-tokens)",
+    "roles": "after a tool-calling assistant, every sequence of appended roles up to --max-sequence-length",
+}
+"""One line per shape group `tito verify` reports (`tito verify --list`); `roles` stands for every `roles:...`."""
 
 
 def role_sequence_shapes(roles: Sequence[str], max_length: int) -> dict[str, list[Turn]]:
@@ -331,19 +350,3 @@ def run_matrix(
                         CaseResult(name, cut, roles, thinking, "no_error", False, f"{type(exc).__name__}: {exc}")
                     )
     return results
-
-
-def builtin_tokenizer_for(family: str) -> tuple[Tokenizer, str]:
-    """The family's real tokenizer when a registry package ships it, else a proxy with its markers; and which."""
-    from tito.tokenizer_loading import build_proxy_tokenizer, load_tokenizer
-
-    declared = get_family(family)
-    if declared.builtin_tokenizer is not None:
-        return load_tokenizer(declared.builtin_tokenizer), f"real {declared.builtin_tokenizer} tokenizer"
-    if declared.probed:
-        raise ConfigurationError(
-            f"the {declared.name} family probes a checkpoint's own template: pass --tokenizer DIR, a tokenizer with "
-            "its chat_template"
-        )
-    markers = tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens]))
-    return build_proxy_tokenizer(markers), "proxy: Qwen3 vocabulary + the family's markers as special tokens"

@@ -3,7 +3,7 @@
 `python -m tito.family_report > docs/families.md` writes it; tests/test_family_report.py fails when the
 committed file differs from what the registry and the matrix say now.
 
-Imports from tito: conformance (lazily, to run the matrix), families.
+Imports from tito: conformance (lazily, to run the matrix), families, family_tokenizer (lazily).
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def families_markdown(results: Mapping[str, Sequence[MatrixResult]]) -> str:
 def run_all(run: Callable[[str], Sequence[MatrixResult]] | None = None) -> dict[str, Sequence[MatrixResult]]:
     """Matrix results for every registered fixed family (the default family needs a checkpoint)."""
     if run is None:
-        from tito.conformance import builtin_tokenizer_for, run_matrix
+        from tito.conformance import run_matrix
+        from tito.family_tokenizer import builtin_tokenizer_for
 
         def run(name: str) -> Sequence[MatrixResult]:
             tokenizer, _ = builtin_tokenizer_for(name)

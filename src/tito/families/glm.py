@@ -18,7 +18,7 @@ Evidence: shared/reference/templates/glm-4.7.jinja and glm-5.jinja (renders `<|o
 of consecutive tool results and nothing after a turn); the published GLM-4 stop ids 151329/151336/151338 are
 `<|endoftext|>`, `<|user|>`, `<|observation|>`.
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ switch) and renders a later system message as a system turn. It is used for ever
 included: on tool-loop histories it renders byte-identically to the official one. Pinned by
 tests/families/test_minimax.py (parity, append-only matrix, negative control).
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ arguments passed as objects.
 Evidence: shared/reference/templates/nemotron-3-nano.jinja and nemotron-3-super.jinja (Super adds the
 `low_effort` kwarg, nothing else).
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Boundary fact (all three): the model stops at `<|im_end|>` (151645 / 248046), bu
 `<|im_end|>\\n`, so the junction inserts the `\\n` (Junction.NEWLINE_AFTER_STOP); pinned by
 tests/test_tokenizer.py::test_merge_tokens_equals_full_render.
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.deviations.
 """
 
 from __future__ import annotations

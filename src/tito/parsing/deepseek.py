@@ -5,7 +5,7 @@ verbatim, then `\\n\\n` and a DSML block of invokes whose parameters say `string
 `｜DSML｜` is an atomic token: the `<`, `</` and tag names around it are text, matched around its
 sentinel.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.invoke.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.invoke.
 """
 
 from __future__ import annotations

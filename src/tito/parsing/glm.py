@@ -4,7 +4,7 @@ Evidence: glm-4.7.jinja writes reasoning as `<think>R</think>` (stripped), conte
 calls back to back; string values verbatim, others as JSON. Every tag is an atomic GLM token, so
 arguments are found by id; whitespace between tags (GLM-4.5 wrote newlines) is tolerated.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.qwen, parsing.result.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.parameters, parsing.qwen, parsing.result.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The output-format grammar: what a format parser reads from marked text, and the base every format extends.
 
 Marked text is the completion decoded with each marker id replaced by one sentinel character (see
-markers.py), so a format parser matches plain regexes on one string. Imports tito.parsing.arguments
-and tito.parsing.result only.
+markers.py), so a format parser matches plain regexes on one string.
+
+Imports from tito: parsing.arguments, parsing.result.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ leaves as two deltas, `index` + `id` + `name` first, then its arguments. The gra
 `parse_body`, run on the body seen so far; the token level is markers.MarkedTextStream; `finish()` parses
 the accumulated marked text with the whole parser's text level, so its ParseResult is `parse_completion`'s.
 
-Imports tito.parsing's own modules only.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.markers, parsing.pipeline, parsing.result.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ MiniMax writes the tags as plain text inside its atomic `<minimax:tool_call>` se
 V3.2/V4 (DSML) put the atomic `｜DSML｜` token after each `<` and `</` and add `string="true|false"`
 to every parameter, which then decides the type instead of the schema.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.result.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.parameters, parsing.result.
 """
 
 from __future__ import annotations

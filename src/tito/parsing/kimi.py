@@ -5,7 +5,7 @@ Evidence: kimi-k2.5.jinja / kimi-k2.6.jinja write `<think>R</think>C` verbatim (
 and carries the name. Arguments are JSON text, kept exactly as sampled; the id is kept too, since
 the template renders it back.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.result.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.result.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ replaced by the sentinel. Stop tokens end the completion the same way (by id, or
 `MarkedTextStream` produces the same text from ids fed in chunks, releasing only text no later id can
 change: no incomplete UTF-8 character, no possible prefix of a text marker or stop text.
 
-Imports tito.parsing.grammar and the Tokenizer protocol only.
+Imports from tito: parsing.grammar, tokenizer_protocol (the Tokenizer protocol).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Evidence: minimax-m2.5.jinja writes `<think>\\nR\\n</think>\\n\\n` + content + `
 + one `<invoke name="N">\\n<parameter name="K">V</parameter>\\n...</invoke>\\n` per call +
 `</minimax:tool_call>`; string values verbatim, others as JSON, so values are typed by the schema.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.invoke.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.invoke.
 """
 
 from __future__ import annotations

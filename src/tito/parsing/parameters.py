@@ -2,7 +2,9 @@
 
 Each grammar reads (key, text) pairs its own way; the rest is one piece of code: the tool name checked,
 a repeated key rejected, each text typed by the schema (or by DSML's explicit `string="..."`), schema
-mismatches kept and recorded, the object serialised once. Imports tito.parsing.arguments, grammar, result.
+mismatches kept and recorded, the object serialised once.
+
+Imports from tito: parsing.arguments, parsing.grammar, parsing.result.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 One `CompletionParser` per format and tokenizer (ids resolved once); `TitoTokenizer` holds it. The same
 reasoning split and result building serve the whole-completion parse and the incremental one
-(incremental.py), so a stream ends in exactly the whole parse. Imports tito.parsing's own modules only.
+(incremental.py), so a stream ends in exactly the whole parse.
+
+Imports from tito: families.base, tokenizer_protocol, parsing.arguments, parsing.grammar, parsing.markers,
+parsing.registry, parsing.result.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The `default` family's output: content only, with a leading `<think>` block split off when present.
 
-Imports from tito: parsing.arguments, parsing.base.
+Imports from tito: parsing.arguments, parsing.grammar.
 """
 
 from __future__ import annotations

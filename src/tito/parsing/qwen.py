@@ -4,7 +4,7 @@ inside `<tool_call>` (Qwen3.5, Qwen3.6, and Nemotron 3, which writes the same ma
 `<tool_call>`/`</tool_call>` and the think markers are atomic tokens in both Qwen vocabularies, so
 calls are found by id; the inner `<function=...>`/`<parameter=...>` tags are ordinary text.
 
-Imports from tito: parsing.arguments, parsing.base, parsing.result.
+Imports from tito: parsing.arguments, parsing.grammar, parsing.parameters, parsing.result.
 """
 
 from __future__ import annotations

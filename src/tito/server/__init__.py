@@ -1,7 +1,9 @@
 """The session server: OpenAI-compatible chat completions per session, recording exact ids for training.
 
-`create_app(ServerState)` builds the FastAPI app; `tito serve` runs it with uvicorn. Imports the trajectory,
-tokenizer, engines and errors; nothing imports the server.
+`create_app(ServerState)` builds the FastAPI app; `tito serve` runs it with uvicorn. Nothing in the library
+imports the server; only the CLI does.
+
+Imports nothing from tito.
 """
 
 from tito.server.app import create_app

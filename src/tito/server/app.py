@@ -1,6 +1,6 @@
 """The FastAPI app: routes, API key, body limit, error bodies and the TTL sweeper.
 
-Imports nothing from tito but errors, trajectory and the server modules.
+Imports from tito: errors, trajectory.codec, trajectory.events, trajectory.samples, server (its modules).
 """
 
 from __future__ import annotations

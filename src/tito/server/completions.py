@@ -3,7 +3,8 @@
 A streaming handler reuses every step but `generate` and `reply_body`: it streams from the engine, collects
 the same `Generation`, and then calls `build_turn` and `commit_turn` like the whole-reply path.
 
-Imports nothing from tito but errors, engines.protocol, the tokenizer, trajectory and server modules.
+Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.events, server (its
+modules).
 """
 
 from __future__ import annotations

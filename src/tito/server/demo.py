@@ -1,7 +1,7 @@
 """`tito demo`: the embedded local model behind `tito serve`, one real session through the openai SDK, and
 the sample a trainer would get (conversation, tokens coloured by loss mask with logprobs, totals).
 
-Imports nothing from tito but the server modules.
+Imports from tito: server (its modules).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Build a server's state from `tito serve` options: load the tokenizer, build the engine, script `instant`.
 
-Imports nothing from tito but errors, engines, the tokenizer, conformance (builtin tokenizers) and server.state.
+Imports from tito: engines, errors, family_tokenizer, server.state, tokenizer, tokenizer_loading, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from tito.engines.factory import create_engine
 from tito.engines.instant import ReplyScript
 from tito.errors import ConfigurationError
+from tito.family_tokenizer import builtin_tokenizer_for
 from tito.server.state import ServerOptions, ServerState
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
@@ -52,8 +53,6 @@ def load_server_tokenizer(family: str, tokenizer: str | None, engine: str, model
             f"--engine {engine} with the default family needs --tokenizer DIR (the served model's tokenizer, with "
             "its chat_template), or --family F for a family tito knows"
         )
-    from tito.conformance import builtin_tokenizer_for
-
     return builtin_tokenizer_for(family)[0]
 
 

@@ -1,7 +1,6 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports nothing from tito but engines, tokenizer_protocol, trajectory (the session kind, sample hooks), server.sessions,
-server.tokenizers and server.metrics.
+Imports from tito: engines.protocol, server.metrics, server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations

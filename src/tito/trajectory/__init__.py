@@ -3,7 +3,7 @@
 Knows nothing of HTTP. Every change is an event (`tito.trajectory.events`) applied by one method, so the
 journal can persist the events and a restart can replay them into the same state.
 
-Imports nothing from tito.
+Imports nothing from tito but errors.
 """
 
 from __future__ import annotations

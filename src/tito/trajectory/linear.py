@@ -4,7 +4,7 @@ Everything derives from the `TurnCommitted` events: a turn whose parent is the h
 retry (the head leaves the path), so replaying the events rebuilds the same path with no rollback event.
 The head path's messages and ids are kept beside the node store so a turn never re-walks the history.
 
-Imports nothing from tito but errors, matching and the trajectory modules.
+Imports nothing from tito but errors, matching, trajectory.base, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
