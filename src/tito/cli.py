@@ -226,6 +226,7 @@ def _serve(args: argparse.Namespace) -> int:
         family=args.family,
         chat_template_kwargs=args.chat_template_kwargs or {},
         allowed_append_roles=tuple(args.allowed_append_roles) if args.allowed_append_roles else None,
+        content_special_tokens=args.content_special_tokens,
         api_key=args.api_key,
         max_sessions=args.max_sessions,
         session_ttl=args.session_ttl,
@@ -274,8 +275,12 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--model", metavar="DIR", help="local engine: the model directory [Default: SmolLM2]")
     serve.add_argument("--allowed-append-roles", nargs="+", choices=VALID_APPEND_ROLES, metavar="ROLE",
                        help="roles a request may append [Default: all the family supports]")  # fmt: skip
-    serve.add_argument("--chat-template-kwargs", type=json.loads, default=None, metavar="JSON",
-                       help='launch template kwargs as JSON; requests may add their own [Default: none]')  # fmt: skip
+    serve.add_argument("--chat-template-kwargs", type=_kwargs_object, default=None, metavar="JSON",
+                       help="launch template kwargs as a JSON object; requests may add their own "
+                       "[Default: none]")  # fmt: skip
+    serve.add_argument("--content-special-tokens", type=_content_special_tokens, default=None, metavar="MODE_OR_JSON",
+                       help="special-token text inside message content: 'text', 'control', or per role as JSON "
+                       "[Default: text for tool output, control for the other roles]")  # fmt: skip
     serve.add_argument("--host", default="127.0.0.1", help="bind address [Default: 127.0.0.1]")
     serve.add_argument("--port", type=int, default=8000, help="[Default: 8000]")
     serve.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' on every route")

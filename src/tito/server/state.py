@@ -1,6 +1,7 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: engines.protocol, server.metrics, server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
+Imports from tito: content_tokens, engines.protocol, server.metrics, server.sessions, server.tokenizers,
+tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
@@ -26,6 +28,9 @@ class ServerOptions:
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     allowed_append_roles: tuple[str, ...] | None = None
     """None: every role the family supports."""
+    content_special_tokens: ContentSpecialTokens = None
+    """Special-token text inside message content: `text` or `control`, one mode or per role (tito.content_tokens);
+    None: text for tool output, control for the other roles."""
     api_key: str | None = None
     max_sessions: int | None = None
     session_ttl: float | None = None
@@ -63,7 +68,11 @@ class ServerState:
         self.options = options
         self.engine = engine
         self.tokenizers = TokenizerPool(
-            tokenizer, options.family, options.chat_template_kwargs, options.allowed_append_roles
+            tokenizer,
+            options.family,
+            options.chat_template_kwargs,
+            options.allowed_append_roles,
+            options.content_special_tokens,
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
         self.metrics = ServerMetrics()

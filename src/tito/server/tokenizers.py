@@ -3,7 +3,7 @@
 Per-request `chat_template_kwargs` merge over the session's and the launch kwargs; the library checks them
 (an unknown kwarg, one the family's template never reads, or a contradicted pinned kwarg: ConfigurationError, 400).
 
-Imports from tito: errors, families, tokenizer, tokenizer_protocol.
+Imports from tito: content_tokens, families, tokenizer, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tito.content_tokens import ContentSpecialTokens
 from tito.families.base import Family
 from tito.families.registry import get_family
 from tito.tokenizer import TitoTokenizer
@@ -27,8 +28,10 @@ class TokenizerPool:
         family: str,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         allowed_append_roles: Sequence[str] | None = None,
+        content_special_tokens: ContentSpecialTokens = None,
     ) -> None:
         self.tokenizer = tokenizer
+        self.content_special_tokens = content_special_tokens
         self.launch_kwargs = dict(chat_template_kwargs or {})
         self.allowed_append_roles = tuple(allowed_append_roles) if allowed_append_roles is not None else None
         self._family = family
@@ -53,6 +56,12 @@ class TokenizerPool:
         key = json.dumps([kwargs, roles], sort_keys=True, default=str)
         found = self._pool.get(key)
         if found is None:
-            found = TitoTokenizer(self.tokenizer, get_family(self._family), kwargs, roles)
+            found = TitoTokenizer(
+                self.tokenizer,
+                get_family(self._family),
+                kwargs,
+                roles,
+                content_special_tokens=self.content_special_tokens,
+            )
             self._pool[key] = found
         return found
