@@ -1,4 +1,4 @@
-"""The FastAPI app: routes, API key, body limit, error bodies and the TTL sweeper.
+"""The FastAPI app: routes, API key, body limit, error bodies, the TTL sweeper and the journal's lifetime.
 
 Imports nothing from tito but errors, trajectory and the server modules.
 """
@@ -32,12 +32,13 @@ from tito.server.completions import (
     reply_body,
 )
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
+from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.state import ServerState
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
-from tito.trajectory.samples import SampleAssemblyError, assemble_sample
+from tito.trajectory.samples import session_samples
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -90,9 +91,12 @@ def create_app(state: ServerState) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        journal = open_server_journal(registry, options.journal, options.journal_fsync) if options.journal else None
         sweeper = asyncio.create_task(_sweep_expired(state))
         yield
         sweeper.cancel()
+        if journal is not None:
+            journal.close()
 
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
@@ -180,7 +184,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine_started = time.monotonic()
         generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
-        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info.name)
+        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
         await registry.commit(session, prepared.plan, turn)
         reply = json_response(reply_body(turn, state.model_name))
         metrics.turns.inc()
@@ -198,20 +202,10 @@ def create_app(state: ServerState) -> FastAPI:
             asked = SamplesRequest.model_validate_json(body) if body.strip() else SamplesRequest()
         except ValidationError as exc:
             raise validation_error(exc) from None
-        trajectory = session.trajectory
         metadata = {**(asked.metadata or {}), "engine": state.engine.info.name,
                     "logprob_semantics": state.engine.info.logprob_semantics.value}  # fmt: skip
         reward = asked.reward if asked.reward is not None else _number((asked.metadata or {}).get("reward"))
-        turns = {node.node_id: node.turn for node in trajectory.store}
-        built = [
-            assemble_sample(
-                session_id, sequence, [turns[span.node_id] for span in sequence.spans], asked.max_seq_len, reward,
-                metadata,
-            )
-            for sequence in trajectory.sample_sequences()
-        ]  # fmt: skip
-        if not built:
-            raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
+        built = session_samples(session_id, session.trajectory, asked.max_seq_len, reward, metadata)
         await registry.samples_taken(session)
         wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
         if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tito.engines.protocol import Engine
@@ -36,6 +37,10 @@ class ServerOptions:
     """What `/v1/models` and replies call the model; default: the engine's model name."""
     offload_chars: int = 20_000
     """Appended text longer than this is rendered and tokenized off the event loop."""
+    journal: Path | None = None
+    """Directory of the session journal: replayed on start, every event appended before its reply; None: memory."""
+    journal_fsync: str = "always"
+    """The journal's fsync policy: `always`, `interval` or `never` (see `tito.journal.FsyncPolicy`)."""
 
 
 class ServerState:

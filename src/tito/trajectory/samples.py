@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
+from tito.trajectory.base import Trajectory
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.nodes import PathSequence
 
@@ -95,3 +96,24 @@ def assemble_sample(
         reward=reward,
         metadata=merged,
     )
+
+
+def session_samples(
+    session_id: str,
+    trajectory: Trajectory,
+    max_seq_len: int | None = None,
+    reward: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> list[Sample]:
+    """Every sample of a session, one per path its trajectory picks: what `/samples` replies and
+    `tito journal export` writes, so both give the same bytes."""
+    turns = {node.node_id: node.turn for node in trajectory.store}
+    built = [
+        assemble_sample(
+            session_id, sequence, [turns[span.node_id] for span in sequence.spans], max_seq_len, reward, metadata
+        )
+        for sequence in trajectory.sample_sequences()
+    ]
+    if not built:
+        raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
+    return built
