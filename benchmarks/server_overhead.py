@@ -13,7 +13,8 @@ library, so what is timed is the server; uvicorn's C HTTP parser would add a few
               size walk of each session's trajectory.
 Targets (issue 11): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; token storage <= 16 bytes per token.
   --journal   then the same throughput and latency runs through tito in memory and with `--journal` at each fsync
-              policy (a fresh server and journal directory each, rounds interleaved, best round kept): turns/s,
+              policy (a fresh server and journal directory each, rounds interleaved in rotating order, best round
+              kept): turns/s,
               its ratio to memory, and wall latency p50/p99 with what the journal adds. Goal (issue 14): `interval`
               within 10% of memory.
 
@@ -245,7 +246,8 @@ async def journal_comparison(family: str, root: Path, sessions: int, turns: int,
     configs = ["memory", *(policy.value for policy in FsyncPolicy)]
     best: dict[str, tuple[float, float, list[float]]] = {}
     for round_number in range(rounds):
-        for config in configs:
+        shift = round_number % len(configs)  # each config takes each place in the order: no position bias
+        for config in configs[shift:] + configs[:shift]:
             directory = None if config == "memory" else root / f"{config}-{round_number}"
             measured = await journal_round(family, directory, config, sessions, turns, latency_sessions)
             if config not in best or measured[1] > best[config][1]:
