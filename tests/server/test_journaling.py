@@ -1,20 +1,26 @@
 """`tito serve --journal`: a server stopped and started again on the same journal resumes every session token-exact,
 keeps deleted and expired sessions gone (TTL clocks from the events' wall times), and restores everything before a
-damaged record, reporting it. (Kill -9 crash tests: tests/server/test_crash.py.)"""
+damaged record, reporting it; tree sessions are rebuilt too. (Kill -9 crash tests: tests/server/test_crash.py.)"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.journal.events import created, turn
 from tests.server.conftest import Server, running_server
 from tests.server.journal_agent import Agent, comparable, samples_of, stored_response_ids
-from tito.journal import replay
+from tito.journal import JournalWriter, replay
 from tito.journal.segments import list_segments
-from tito.server.journaling import ServerJournal
+from tito.server.errors import SessionGoneError
+from tito.server.journaling import ServerJournal, open_server_journal
+from tito.server.sessions import SessionRegistry
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory import create_trajectory
+from tito.trajectory.events import SessionDeleted
 
 AGENTS, TURNS = 3, 4
 
@@ -117,3 +123,33 @@ def test_a_damaged_journal_restores_everything_before_the_damage_and_reports_it(
             assert stored_response_ids(server.http, agent.session_id) == agent.received
         resumed = run_turns(server, [last], 1)
         assert resumed == [prompts[2 * AGENTS - 1]]
+
+
+def test_restore_rebuilds_tree_sessions_and_sets_aside_what_it_cannot_rebuild(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tree = replace(created("tree"), config=replace(created("tree").config, sample_postprocessor=None))
+    tree_turns = [turn("tree", node) for node in range(3)]
+    hookless = created("hookless")  # its sample postprocessor, package.module:postprocess, does not import here
+    events = [tree, *tree_turns, hookless, turn("hookless", 0), turn("gone", 4), SessionDeleted("gone", 2000.0)]
+    with JournalWriter(tmp_path, "never") as writer:
+        for event in events:  # "gone": its creation compacted away, its deletion still in the journal
+            writer.append_blocking(event)
+    registry = SessionRegistry()
+    journal = open_server_journal(registry, tmp_path, "never")
+    try:
+        restored = registry.get("tree").trajectory
+        reference = create_trajectory(tree.config)
+        for event in tree_turns:
+            reference.apply(event)
+        assert restored.describe() == reference.describe()
+        assert [span.node_id for s in restored.sample_sequences() for span in s.spans] == [0, 1, 2]
+        for session_id in ("gone", "hookless"):
+            with pytest.raises(SessionGoneError):
+                registry.get(session_id)
+        facts = journal.restored
+        assert (facts.live_sessions, facts.turns, facts.unrestorable) == (1, 3, ("hookless",))
+        assert "hookless" in str(facts) and "package.module" in caplog.text  # the reason is logged
+    finally:
+        journal.close()
+    assert replay(tmp_path).sessions["hookless"].deleted is None  # left as it was for a build that can rebuild it

@@ -1,12 +1,12 @@
 """`tito serve --journal DIR`: replay the journal into the session registry on start, then journal every event.
 
 On open: the journal is replayed and repaired (`tito.journal.open_journal`), its events rebuild the sessions through
-`SessionRegistry.replay` (the live apply path), each live session's TTL clock restarts from its last event's wall
+`SessionRegistry.apply` (the live path), each live session's TTL clock restarts from its last event's wall
 time, and sessions whose TTL elapsed while the server was down are journaled as `SessionDeleted(reason="expired")`
 so compaction can drop them. Then the registry's sink is the journal: an event's record is written (and fsynced,
 by policy) before the reply that caused it leaves. Closed segments are compacted in the background.
 
-Imports from tito: journal, server.sessions, trajectory.events.
+Imports from tito: errors, journal, server.sessions, trajectory.events.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tito.errors import TitoError
 from tito.journal import BackgroundCompactor, FsyncPolicy, JournalWriter, Replay, ReplayReport, open_journal
 from tito.server.sessions import SessionRegistry
 from tito.trajectory.events import SessionDeleted, SessionEvent
@@ -32,6 +33,9 @@ class Restored:
     expired_on_start: int
     """Sessions whose TTL elapsed while the server was down: journaled as expired now."""
     report: ReplayReport
+    unrestorable: tuple[str, ...] = ()
+    """Sessions whose events this build cannot apply (e.g. a sample hook that no longer imports): they answer 410
+    and stay in the journal untouched, so a build that can rebuild them still may."""
 
     def __str__(self) -> str:
         report = self.report
@@ -41,6 +45,8 @@ class Restored:
         )
         if report.damage is not None:
             text += f"; DAMAGED: {report.damage}, {len(report.dropped_segments)} later segment(s) set aside"
+        if self.unrestorable:
+            text += f"; {len(self.unrestorable)} session(s) could not be rebuilt: {', '.join(self.unrestorable[:5])}"
         if report.orphaned_sessions:
             text += f"; {len(report.orphaned_sessions)} session(s) without a creation record not restored"
         return text
@@ -85,13 +91,25 @@ def open_server_journal(
 
 def restore_sessions(registry: SessionRegistry, replayed: Replay, writer: JournalWriter) -> Restored:
     """Apply the replayed events of every session whose creation survived (and every deletion, so deleted ids
-    answer 410), restart live TTL clocks from wall times, and journal the deletions of sessions expired since."""
+    answer 410) through `SessionRegistry.apply`, the live path; restart live TTL clocks from wall times; journal the
+    deletions of sessions expired since. A session whose events fail to apply is set aside, not the whole start."""
     known = replayed.sessions
-    registry.replay(e for e in replayed.events if isinstance(e, SessionDeleted) or e.session_id in known)
     wall, monotonic = time.time(), time.monotonic()
+    unrestorable: dict[str, str] = {}
+    for event in replayed.events:
+        if event.session_id in unrestorable or not (isinstance(event, SessionDeleted) or event.session_id in known):
+            continue
+        try:
+            registry.apply(event)
+        except TitoError as exc:
+            unrestorable[event.session_id] = str(exc)
+            logger.error("journal: session %s cannot be rebuilt: %s", event.session_id, exc)
+            registry.apply(SessionDeleted(event.session_id, wall, "unrestorable after a restart"))
     expired = 0
     turns = 0
     for log in known.values():
+        if log.session_id in unrestorable:
+            continue
         status = log.status(wall)
         if status == "live":
             registry.get(log.session_id).last_used = monotonic - max(0.0, wall - log.last_activity)
@@ -101,4 +119,4 @@ def restore_sessions(registry: SessionRegistry, replayed: Replay, writer: Journa
             registry.apply(event)
             writer.append_blocking(event)
             expired += 1
-    return Restored(len(registry), turns, expired, replayed.report)
+    return Restored(len(registry), turns, expired, replayed.report, tuple(unrestorable))
