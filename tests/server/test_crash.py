@@ -6,7 +6,7 @@ mid-journal-write (killed mid-call, then a record torn in half at the journal's 
 the record's write leaves). After every restart each session holds exactly the turns whose replies its agent
 received (none lost, none half-present), and at the end every session's samples equal an uninterrupted run's bit
 for bit (session ids aside): the samples hold every prompt's ids, so every prompt after a restart was token-exact.
-Seeded: TITO_CRASH_SEED picks other kill points. Marked `crash` (about 30 s: a server start per kill).
+Seeded: TITO_CRASH_SEED picks other kill points. Marked `crash` (~15 s, a server start per kill; in the default run).
 """
 
 from __future__ import annotations
