@@ -16,8 +16,13 @@ library, so what is timed is the server; uvicorn's C HTTP parser would add a few
 turn once (linear: a one-step retry replaces it; tree: a sibling branch, kept).
 Targets (issues 11 and 13): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; token storage <= 16 bytes per token.
 
+  --journal   then the same throughput and latency runs through tito in memory and with `--journal` at each fsync
+              policy (a fresh server and journal directory each, rounds interleaved in rotating order, best round
+              kept): turns/s, its ratio to memory, and wall latency p50/p99 with what the journal adds. Goal
+              (issue 14): `interval` within 10% of memory.
+
 Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20] [--trajectory tree]
-     [--retry-every 4]
+     [--retry-every 4] [--journal DIR]
 """
 
 from __future__ import annotations
@@ -28,15 +33,19 @@ import gc
 import os
 import statistics
 import sys
+import tempfile
 import time
 from array import array
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import GenerateRequest
+from tito.journal import FsyncPolicy
 from tito.server import ServerOptions, ServerState, create_app
+from tito.server.journaling import open_server_journal
 from tito.server.launch import instant_reply_ids
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
@@ -219,6 +228,62 @@ async def main(
     return 0 if met else 1
 
 
+async def journal_round(family: str, directory: Path | None, policy: str, sessions: int, turns: int,
+                        latency_sessions: int) -> tuple[float, float, list[float]]:  # fmt: skip
+    """turns/s (wall, and per CPU second of this process, its fsync thread included) with `sessions` concurrent,
+    and per-turn wall latencies one session at a time, through a fresh server
+    (journaled to `directory` with `policy`, or in memory when None)."""
+    state, _ = build(family, TrajectoryKind.LINEAR)
+    journal = open_server_journal(state.registry, directory, policy) if directory is not None else None
+    try:
+        client = AsgiClient(create_app(state))
+        await run_session(client, -1, 2, 0, None)
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(run_session(client, i, turns, 0, None) for i in range(sessions)))
+        rate = sessions * turns / (time.perf_counter() - wall)
+        cpu_rate = sessions * turns / (time.process_time() - cpu)
+        latencies: list[tuple[float, float]] = []
+        for index in range(latency_sessions):
+            await run_session(client, 1000 + index, turns, 0, latencies)
+        return rate, cpu_rate, [latency[0] for latency in latencies]
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+async def journal_comparison(family: str, root: Path, sessions: int, turns: int, latency_sessions: int,
+                             rounds: int) -> bool:  # fmt: skip
+    """Memory against each fsync policy, side by side; True when `interval` is within 10% of memory's turns/s."""
+    configs = ["memory", *(policy.value for policy in FsyncPolicy)]
+    best: dict[str, tuple[float, float, list[float]]] = {}
+    for round_number in range(rounds):
+        shift = round_number % len(configs)  # each config takes each place in the order: no position bias
+        for config in configs[shift:] + configs[:shift]:
+            directory = None if config == "memory" else root / f"{config}-{round_number}"
+            measured = await journal_round(family, directory, config, sessions, turns, latency_sessions)
+            if config not in best or measured[1] > best[config][1]:
+                best[config] = measured
+    memory_rate, memory_cpu_rate, memory_latencies = best["memory"]
+    memory_p50, memory_p99 = percentile(memory_latencies, 50), percentile(memory_latencies, 99)
+    print(
+        f"\njournal: {sessions} concurrent sessions x {turns} turns, best of {rounds} interleaved rounds (by turns per "
+        f"CPU second); latency over {len(memory_latencies)} turns, one session at a time; journals under {root}"
+    )
+    print(f"{'':10} {'turns/s':>8} {'vs memory':>10} {'turns/CPU s':>12} {'vs memory':>10} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'added p50':>10} {'added p99':>10}")  # fmt: skip
+    for config in configs:
+        rate, cpu_rate, latencies = best[config]
+        p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+        added = ((p50 - memory_p50) * 1e3, (p99 - memory_p99) * 1e3)
+        print(f"{config:10} {rate:8.0f} {rate / memory_rate:10.2f} {cpu_rate:12.0f} {cpu_rate / memory_cpu_rate:10.2f} "
+              f"{p50 * 1e3:7.3f} {p99 * 1e3:7.3f} {added[0]:10.3f} {added[1]:10.3f}")  # fmt: skip
+    met = best["interval"][1] >= 0.9 * memory_cpu_rate
+    print("journal goal met: interval within 10% of memory (turns per CPU second)" if met
+          else "JOURNAL GOAL MISSED: interval more than 10% below memory (turns per CPU second)")  # fmt: skip
+    return met
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=64)
@@ -227,6 +292,18 @@ if __name__ == "__main__":
     parser.add_argument("--family", default="qwen3")
     parser.add_argument("--trajectory", choices=[kind.value for kind in TrajectoryKind], default="linear")
     parser.add_argument("--retry-every", type=int, default=0, metavar="K", help="retry every K-th turn once")
+    parser.add_argument("--journal", type=Path, metavar="DIR",
+                        help="also compare memory with --journal at each fsync policy; journals go under DIR "
+                        "(put it on the disk a server would use)")  # fmt: skip
+    parser.add_argument("--journal-rounds", type=int, default=3)
     args = parser.parse_args()
     kind = TrajectoryKind(args.trajectory)
-    sys.exit(asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every)))
+    code = asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every))
+    if args.journal is not None:
+        with tempfile.TemporaryDirectory(dir=args.journal) as root:
+            journal_met = asyncio.run(
+                journal_comparison(args.family, Path(root), args.sessions, args.turns, args.latency_sessions,
+                                   args.journal_rounds)
+            )  # fmt: skip
+        code = code or (0 if journal_met else 1)
+    sys.exit(code)

@@ -237,11 +237,18 @@ def _serve(args: argparse.Namespace) -> int:
         max_nodes=args.max_nodes,
         sample_picker=args.sample_picker,
         sample_postprocessor=args.sample_postprocessor,
+        journal=Path(args.journal) if args.journal else None,
+        journal_fsync=args.journal_fsync,
     )
+    if args.journal:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="tito serve: %(name)s: %(message)s")
     model_dir = Path(args.model) if args.model else None
     state = build_state(
-        options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer
-    )
+        options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
+        instant_token_delay=args.instant_token_delay,
+    )  # fmt: skip
     print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
           f"({state.model_name}); agents use base_url http://{args.host}:{args.port}/sessions/<id>/v1",
           file=sys.stderr)  # fmt: skip
@@ -272,6 +279,8 @@ def _add_serve_command(commands: Any) -> None:
                        help="inference engine; 'instant' is a benchmark engine that answers a fixed reply at once "
                        "[Default: local, the embedded SmolLM2]")  # fmt: skip
     serve.add_argument("--engine-url", metavar="URL", help="SGLang or vLLM base URL")
+    serve.add_argument("--instant-token-delay", type=float, default=0.0, metavar="SECONDS",
+                       help="instant engine: seconds per reply id (mimics generation time) [Default: 0]")  # fmt: skip
     serve.add_argument("--model", metavar="DIR", help="local engine: the model directory [Default: SmolLM2]")
     serve.add_argument("--allowed-append-roles", nargs="+", choices=VALID_APPEND_ROLES, metavar="ROLE",
                        help="roles a request may append [Default: all the family supports]")  # fmt: skip
@@ -304,6 +313,12 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--sample-postprocessor", metavar="MODULE:FUNCTION",
                        help="tree sessions: run on the assembled samples before they are returned "
                        "[Default: none]")  # fmt: skip
+    serve.add_argument("--journal", metavar="DIR",
+                       help="journal sessions to DIR (created if needed): every turn is on disk before its reply "
+                       "leaves; a restart with the same DIR resumes every live session [Default: memory]")  # fmt: skip
+    serve.add_argument("--journal-fsync", choices=("always", "interval", "never"), default="always",
+                       help="when the journal fsyncs: before each reply (always), every 50 ms (interval) or never "
+                       "(the OS decides; survives a crash, not a power loss) [Default: always]")  # fmt: skip
     serve.add_argument("--debug", action="store_true", help="show tracebacks")
     serve.set_defaults(run=_serve)
 

@@ -7,10 +7,12 @@ answer malformed, so every engine failure path runs through the real HTTP stack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import httpx
 import pytest
@@ -119,23 +121,20 @@ class Server:
 ServerFactory = Callable[..., Server]
 
 
+@contextlib.contextmanager
+def running_server(tokenizer: LocalTokenizer, **options: Any) -> Iterator[Server]:
+    """A server (qwen3 family, scripted engine) with `options`, stopped when the block ends (tests that restart)."""
+    engine = ScriptedEngine(instant_reply_ids(get_tito_tokenizer(tokenizer, "qwen3")))
+    state = ServerState(tokenizer, engine, ServerOptions(family="qwen3", **options))
+    with serve_in_thread(create_app(state)) as url:
+        yield Server(url, state, engine)
+
+
 @pytest.fixture(scope="module")
 def serve(qwen3_tokenizer: LocalTokenizer) -> Iterator[ServerFactory]:
     """Start servers with given options (qwen3 family, scripted engine); all are stopped at module end."""
-    stack: list[object] = []
-    default_reply = instant_reply_ids(get_tito_tokenizer(qwen3_tokenizer, "qwen3"))
-
-    def start(**options: object) -> Server:
-        engine = ScriptedEngine(default_reply)
-        state = ServerState(qwen3_tokenizer, engine, ServerOptions(family="qwen3", **options))
-        context = serve_in_thread(create_app(state))
-        url = context.__enter__()
-        stack.append(context)
-        return Server(url, state, engine)
-
-    yield start
-    for context in reversed(stack):
-        context.__exit__(None, None, None)
+    with contextlib.ExitStack() as stack:
+        yield lambda **options: stack.enter_context(running_server(qwen3_tokenizer, **options))
 
 
 @pytest.fixture(scope="module")

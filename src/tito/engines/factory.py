@@ -23,8 +23,10 @@ def create_engine(
     model_dir: Path | None = None,
     timeout: float = 600.0,
     instant_script: ReplyScript | None = None,
+    instant_token_delay: float = 0.0,
 ) -> Engine:
-    """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script)."""
+    """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script;
+    `instant_token_delay` seconds per reply id stand in for generation time)."""
     if kind == "local":
         from tito.engines.local import LocalEngine
 
@@ -42,5 +44,5 @@ def create_engine(
     if kind == "instant":
         if instant_script is None:
             raise ConfigurationError("engine 'instant' needs a reply script (the ids it answers with)")
-        return InstantEngine(instant_script)
+        return InstantEngine(instant_script, token_delay=instant_token_delay)
     raise ConfigurationError(f"unknown engine {kind!r}; choose from {', '.join(ENGINE_KINDS)}")

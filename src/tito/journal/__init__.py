@@ -1,8 +1,9 @@
 """The session journal: an append-only, checksummed log of session events, replayed after a restart.
 
 Layout (dependencies point down): recovery (open for a server: replay + repair + writer), compaction, inspect
--> writer, replay -> codec (events <-> payloads), framing (records in segment bytes), segments (file names).
-Knows nothing of HTTP; its modules import only errors and trajectory.events. Imports from tito: journal (its modules).
+-> export (samples for a trainer) -> writer, replay -> codec (events <-> payloads), framing (records in segment
+bytes), segments (file names). Knows nothing of HTTP; its modules import only errors and trajectory.events, but
+export, which assembles samples with the trajectory's own code. Imports from tito: journal (its modules).
 """
 
 from tito.journal.compaction import BackgroundCompactor, CompactionResult, compact, dead_sessions

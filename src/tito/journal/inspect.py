@@ -2,7 +2,7 @@
 
 Exit 0 when the journal reads to its end, 1 when it is damaged (the report says where) or unreadable.
 
-Imports from tito: errors, journal.replay, journal.segments.
+Imports from tito: errors, journal.export (its subcommand), journal.replay, journal.segments.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tito.errors import JournalError
+from tito.journal.export import add_export_command
 from tito.journal.replay import SessionLog, replay
 from tito.journal.segments import list_segments
 
@@ -82,7 +83,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def add_journal_command(commands: Any) -> None:
-    """Register `tito journal inspect` on the CLI's subcommands."""
+    """Register `tito journal inspect` and `tito journal export` on the CLI's subcommands."""
     journal = commands.add_parser("journal", help="read a session journal written by `tito serve --journal DIR`")
     actions = journal.add_subparsers(dest="journal_command", required=True)
     inspect = actions.add_parser(
@@ -93,3 +94,4 @@ def add_journal_command(commands: Any) -> None:
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
     inspect.add_argument("--debug", action="store_true", help="show tracebacks")
     inspect.set_defaults(run=run_inspect)
+    add_export_command(actions)

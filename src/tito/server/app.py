@@ -1,4 +1,4 @@
-"""The FastAPI app: routes, API key, body limit, error bodies and the TTL sweeper.
+"""The FastAPI app: routes, API key, body limit, error bodies, the TTL sweeper and the journal's lifetime.
 
 Imports from tito: errors, trajectory.codec, trajectory.events, trajectory.samples, server (its modules).
 """
@@ -33,6 +33,7 @@ from tito.server.completions import (
     reply_body,
 )
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
+from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.samples import build_samples
@@ -92,9 +93,12 @@ def create_app(state: ServerState) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        journal = open_server_journal(registry, options.journal, options.journal_fsync) if options.journal else None
         sweeper = asyncio.create_task(_sweep_expired(state))
         yield
         sweeper.cancel()
+        if journal is not None:
+            journal.close()
 
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
@@ -188,7 +192,7 @@ def create_app(state: ServerState) -> FastAPI:
         async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
             generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
-        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info.name)
+        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
         await registry.commit(session, prepared.plan, turn)
         reply = json_response(reply_body(turn, state.model_name))
         metrics.observe_turn(

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tito.engines.protocol import FinishKind, GenerateRequest, Generation, SamplingParams
+from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
 from tito.errors import EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
 from tito.server.errors import BadRequestError, validation_error
@@ -174,7 +174,9 @@ def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:
     ]
 
 
-def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResult, engine_name: str) -> TurnCommitted:
+def build_turn(
+    prepared: PreparedTurn, generation: Generation, result: ParseResult, engine: EngineInfo
+) -> TurnCommitted:
     """The event that records the turn: prompt ids beyond the kept parent ids, sampled ids and logprobs, facts."""
     finish_reason = "length" if generation.finish.kind is FinishKind.LENGTH else result.finish_reason
     plan = prepared.plan
@@ -183,7 +185,8 @@ def build_turn(prepared: PreparedTurn, generation: Generation, result: ParseResu
         "prompt_tokens": len(prepared.prompt_ids),
         "completion_tokens": len(generation.output_ids),
         "cached_tokens": generation.cached_tokens,
-        "engine": engine_name,
+        "engine": engine.name,
+        "logprob_semantics": engine.logprob_semantics.value,
         "engine_finish": generation.finish.kind.value,
         "weight_versions": list(generation.weight_versions),
         "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},

@@ -63,6 +63,7 @@ def build_state(
     engine_url: str | None = None,
     model_dir: Path | None = None,
     tokenizer: str | None = None,
+    instant_token_delay: float = 0.0,
 ) -> ServerState:
     """The state `tito serve` runs: its tokenizer, engine and empty session registry."""
     loaded = load_server_tokenizer(options.family, tokenizer, engine, model_dir)
@@ -71,6 +72,7 @@ def build_state(
         reply = tuple(instant_reply_ids(get_tito_tokenizer(loaded, options.family, options.chat_template_kwargs)))
         script = lambda request: reply  # noqa: E731
     built = create_engine(
-        engine, url=engine_url, model_dir=model_dir, timeout=options.engine_timeout, instant_script=script
-    )
+        engine, url=engine_url, model_dir=model_dir, timeout=options.engine_timeout, instant_script=script,
+        instant_token_delay=instant_token_delay,
+    )  # fmt: skip
     return ServerState(loaded, built, options)

@@ -1,8 +1,7 @@
 """The samples route's work: a session's path sequences become samples for the trainer.
 
-One code path for linear and tree sessions: the trajectory's `sample_sequences()` (linear: its one path; tree: one
-per leaf the picker keeps, each node trained once), each assembled by `assemble_sample` with the agent's posted
-metadata and reward merged in (never over server-owned keys), then the session's post-processor.
+One code path for linear and tree sessions, shared with `tito journal export`: `trajectory.samples.session_samples`,
+with the agent's posted metadata and reward merged in (never over server-owned keys).
 
 Imports nothing from tito but trajectory and server.models.
 """
@@ -14,7 +13,7 @@ from typing import Any
 
 from tito.server.models import SamplesRequest
 from tito.trajectory.base import Trajectory
-from tito.trajectory.samples import Sample, SampleAssemblyError, assemble_sample
+from tito.trajectory.samples import Sample, session_samples
 
 
 def build_samples(
@@ -26,17 +25,7 @@ def build_samples(
     picker or post-processor breaks its contract."""
     metadata = {**(asked.metadata or {}), **server_metadata}
     reward = asked.reward if asked.reward is not None else _number((asked.metadata or {}).get("reward"))
-    turns = {node.node_id: node.turn for node in trajectory.store}
-    built = [
-        assemble_sample(
-            session_id, sequence, [turns[span.node_id] for span in sequence.spans], asked.max_seq_len, reward, metadata
-        )
-        for sequence in trajectory.sample_sequences()
-    ]
-    if not built:
-        problem = "no committed turns" if len(trajectory.store) == 0 else "no leaf that the sample picker keeps"
-        raise SampleAssemblyError(f"session {session_id} has {problem} to assemble a sample from")
-    return trajectory.postprocess_samples(built)
+    return session_samples(session_id, trajectory, asked.max_seq_len, reward, metadata)
 
 
 def _number(value: Any) -> float | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tito.content_tokens import ContentSpecialTokens
@@ -53,6 +54,10 @@ class ServerOptions:
     """Tree sessions: `module:function` choosing the leaves that become samples; None: drop superseded retries."""
     sample_postprocessor: str | None = None
     """Tree sessions: `module:function` run on the assembled samples; None: none."""
+    journal: Path | None = None
+    """Directory of the session journal: replayed on start, every event appended before its reply; None: memory."""
+    journal_fsync: str = "always"
+    """The journal's fsync policy: `always`, `interval` or `never` (see `tito.journal.FsyncPolicy`)."""
 
 
 class ServerState:

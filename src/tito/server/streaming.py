@@ -165,7 +165,7 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
                     engine.info.name, f"the engine aborted the generation: {generation.finish.detail}"
                 )
         last_deltas, result = parser.finish()
-        turn = replace(build_turn(prepared, generation, result, engine.info.name), response_id=encoder.response_id)
+        turn = replace(build_turn(prepared, generation, result, engine.info), response_id=encoder.response_id)
         if not await state.registry.commit(prepared.session, prepared.plan, turn):
             raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
         state.metrics.observe_turn(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
+from tito.trajectory.base import Trajectory
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.nodes import PathSequence
 
@@ -95,3 +96,27 @@ def assemble_sample(
         reward=reward,
         metadata=merged,
     )
+
+
+def session_samples(
+    session_id: str,
+    trajectory: Trajectory,
+    max_seq_len: int | None = None,
+    reward: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> list[Sample]:
+    """Every sample of a session, one per path its trajectory picks (linear: its one path; tree: one per leaf the
+    picker keeps, each node trained once), then the session's post-processor: what `/samples` replies and
+    `tito journal export` writes, so both give the same bytes. Raises SampleAssemblyError (422) when there is
+    nothing to assemble, SampleHookError (422) when a picker or post-processor breaks its contract."""
+    turns = {node.node_id: node.turn for node in trajectory.store}
+    built = [
+        assemble_sample(
+            session_id, sequence, [turns[span.node_id] for span in sequence.spans], max_seq_len, reward, metadata
+        )
+        for sequence in trajectory.sample_sequences()
+    ]
+    if not built:
+        problem = "no committed turns" if len(trajectory.store) == 0 else "no leaf that the sample picker keeps"
+        raise SampleAssemblyError(f"session {session_id} has {problem} to assemble a sample from")
+    return trajectory.postprocess_samples(built)

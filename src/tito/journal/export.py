@@ -1,0 +1,97 @@
+"""`tito journal export DIR --format jsonl|safetensors`: the samples of a journal's sessions, for a trainer, no server.
+
+Exported are the sessions that ended: the journal holds their deletion (by the client or the TTL), their TTL has
+elapsed, or their samples were taken (a rollout takes samples when its episode is over); `--all` adds live ones.
+Compaction drops deleted and expired sessions, so export them before a compaction pass does (a running server
+compacts every minute). Each session's samples come from `tito.trajectory.samples.session_samples`, the code
+`/samples` runs, on the trajectory its journaled turns rebuild, with the engine facts `/samples` adds: an export
+equals the server's `/samples` reply (one sent without a reward or metadata) bit for bit.
+jsonl: one sample per line (`sample_to_json`); safetensors: one container of every sample (`encode_safetensors`).
+
+Imports from tito: errors, journal.replay, trajectory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tito.errors import JournalError
+from tito.journal.replay import SessionLog, replay
+from tito.trajectory import create_trajectory
+from tito.trajectory.codec import encode_safetensors, sample_to_json
+from tito.trajectory.samples import Sample, session_samples
+
+ENGINE_FACTS = ("engine", "logprob_semantics")
+"""Turn metadata `/samples` also puts on the sample (from the engine that served it)."""
+
+
+def has_ended(log: SessionLog, now: float) -> bool:
+    """Deleted, expired (recorded or by its TTL at `now`) or sampled."""
+    return log.status(now) != "live" or log.samples_taken > 0
+
+
+def export_samples(
+    directory: Path, now: float, include_live: bool = False, only: Collection[str] = ()
+) -> tuple[list[Sample], str | None]:
+    """The samples of every ended session (every session with `include_live`; of those, only the ones named in
+    `only` when given), in creation order, and the journal's damage if any (samples come from the records before it)."""
+    if not directory.is_dir():
+        raise JournalError(f"no journal directory at {directory}")
+    replayed = replay(directory)
+    samples: list[Sample] = []
+    for log in replayed.sessions.values():
+        if not log.turns or not (include_live or has_ended(log, now)) or (only and log.session_id not in only):
+            continue
+        trajectory = create_trajectory(log.created.config)
+        for turn in log.turns:
+            trajectory.apply(turn)
+        last = log.turns[-1].metadata
+        facts = {key: last[key] for key in ENGINE_FACTS if key in last}
+        samples += session_samples(log.session_id, trajectory, metadata=facts)
+    damage = replayed.report.damage
+    return samples, None if damage is None else str(damage)
+
+
+def encode(samples: list[Sample], format: str) -> bytes:
+    if format == "safetensors":
+        return encode_safetensors(samples)
+    return b"".join(orjson.dumps(sample_to_json(sample)) + b"\n" for sample in samples)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    samples, damage = export_samples(Path(args.directory), time.time(), args.all, args.session or ())
+    payload = encode(samples, args.format)
+    if args.out:
+        Path(args.out).write_bytes(payload)
+    else:
+        sys.stdout.buffer.write(payload)
+        sys.stdout.flush()
+    print(f"exported {len(samples)} sample(s) as {args.format}", file=sys.stderr)
+    if damage is not None:
+        print(f"damaged: {damage}; exported the sessions as of the records before it", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_export_command(actions: Any) -> None:
+    """Register `tito journal export` under `tito journal`."""
+    export = actions.add_parser(
+        "export", help="write the samples of sessions that ended (deleted, expired or sampled) for a trainer",
+        epilog="example: tito journal export /var/lib/tito/journal --format safetensors --out samples.safetensors",
+    )  # fmt: skip
+    export.add_argument("directory", metavar="DIR", help="the journal directory")
+    export.add_argument("--format", choices=("jsonl", "safetensors"), default="jsonl",
+                        help="jsonl: one sample per line; safetensors: one container [Default: jsonl]")  # fmt: skip
+    export.add_argument("--out", metavar="PATH", help="write here [Default: stdout]")
+    export.add_argument("--all", action="store_true", help="also export live sessions (as far as they got)")
+    export.add_argument("--session", action="append", metavar="ID",
+                        help="export only this session (repeatable) [Default: every ended session]")  # fmt: skip
+    export.add_argument("--debug", action="store_true", help="show tracebacks")
+    export.set_defaults(run=run_export)

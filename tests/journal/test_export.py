@@ -1,0 +1,80 @@
+"""`tito journal export`: the samples of ended sessions, from the journal alone, equal the server's `/samples` reply
+bit for bit; which sessions count as ended; a damaged journal exports what precedes the damage and says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.server.conftest import running_server
+from tests.server.journal_agent import Agent
+from tito.cli import main
+from tito.journal.segments import list_segments
+from tito.tokenizer_loading import LocalTokenizer
+
+
+@pytest.fixture(scope="module")
+def journal(qwen3_tokenizer: LocalTokenizer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """A journal with a sampled, a deleted, an idle-expired and a live session; the server's replies to `/samples`
+    for the sampled one (safetensors, then JSON)."""
+    directory = tmp_path_factory.mktemp("journal")
+    with running_server(qwen3_tokenizer, journal=directory) as server:
+        agents = {name: Agent(index) for index, name in enumerate(("sampled", "deleted", "live"))}
+        for agent in agents.values():
+            agent.open(server.http)
+            for _ in range(3):
+                agent.turn(server.http)
+        url = f"/sessions/{agents['sampled'].session_id}/samples"
+        replies = {
+            "safetensors": server.http.post(url, params={"format": "safetensors"}).content,
+            "json": server.http.post(url).content,
+        }
+        assert server.http.delete(f"/sessions/{agents['deleted'].session_id}").status_code == 204
+    return directory, {**replies, **{name: agent.session_id.encode() for name, agent in agents.items()}}
+
+
+def export(directory: Path, out: Path, *flags: str) -> tuple[int, bytes]:
+    code = main(["journal", "export", str(directory), "--out", str(out), *flags])
+    return code, out.read_bytes()
+
+
+def exported_sessions(jsonl: bytes) -> list[str]:
+    return [orjson.loads(line)["metadata"]["session_id"] for line in jsonl.splitlines()]
+
+
+def test_an_export_equals_the_servers_samples_reply_bit_for_bit(
+    journal: tuple[Path, dict[str, bytes]], tmp_path: Path
+) -> None:
+    directory, facts = journal
+    code, jsonl = export(directory, tmp_path / "all.jsonl")
+    assert code == 0
+    assert exported_sessions(jsonl) == [facts["sampled"].decode(), facts["deleted"].decode()]
+    (sampled_line, _) = jsonl.splitlines()
+    (served,) = orjson.loads(facts["json"])["samples"]
+    assert sampled_line == orjson.dumps(served)
+    code, container = export(
+        directory, tmp_path / "out.safetensors", "--format", "safetensors", "--session", facts["sampled"].decode()
+    )
+    assert code == 0 and container == facts["safetensors"]
+
+
+def test_all_adds_the_live_sessions(journal: tuple[Path, dict[str, bytes]], tmp_path: Path) -> None:
+    directory, facts = journal
+    code, jsonl = export(directory, tmp_path / "all.jsonl", "--all")
+    assert code == 0
+    assert exported_sessions(jsonl) == [facts[name].decode() for name in ("sampled", "deleted", "live")]
+
+
+def test_a_damaged_journal_exports_what_precedes_the_damage_and_exits_1(
+    journal: tuple[Path, dict[str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, facts = journal
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (segment,) = list_segments(source)
+    (damaged / segment.name).write_bytes(segment.read_bytes()[:-9])  # the deletion record torn
+    code, jsonl = export(damaged, tmp_path / "out.jsonl")
+    assert code == 1 and "damaged" in capsys.readouterr().err
+    assert exported_sessions(jsonl) == [facts["sampled"].decode()]
