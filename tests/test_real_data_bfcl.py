@@ -5,9 +5,8 @@ sessions) each ground-truth call is rendered as the assistant turn the model wou
 parsed back and compared with the calls it came from. Multi-turn sessions build every prompt incrementally
 (`merge_tokens`) and check that the stored ids stay its exact prefix (Invariant 2) on real schemas.
 
-BFCL schemas use their own type names (`dict`, `float`, `tuple`, `any`); XML-parameter parsers convert values by
-schema type, so some families fail on them until the parsers learn those names (issue 9 item 1): exactly those
-cases are strict xfails, so they flip loudly when the fix lands. Skips when `bfcl-eval` is not installed.
+BFCL schemas use their own type names (`dict`, `float`, `tuple`, `any`); XML-parameter parsers read them by meaning
+(issue 9 item 1), so every family returns the same calls. Skips when `bfcl-eval` is not installed.
 """
 
 from __future__ import annotations
@@ -41,13 +40,6 @@ MULTI_TURN_CLASSES = {
     "VehicleControlAPI": "vehicle_control",
 }
 FIXED_FAMILIES = [name for name in list_families() if name != "default"]
-SCHEMA_TYPE_NAMES = {
-    (family, category)
-    for family in ("qwen35", "glm47", "nemotron3", "minimax_m25", "minimax_m27")
-    for category in ("parallel", "parallel_multiple", "simple_python", "live_parallel_multiple", "multi_turn_base")
-}
-"""(family, category) cases whose XML-parameter parser rejects a value of a BFCL `float` or `any` parameter
-("declared float but the value is number") until issue 9 item 1 lands."""
 
 
 def _data_dir() -> Path:
@@ -148,10 +140,7 @@ def _expected(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any]]:
 
 
 def _case(family: str, category: str) -> Any:
-    marks = []
-    if (family, category) in SCHEMA_TYPE_NAMES:
-        marks.append(pytest.mark.xfail(strict=True, reason="schema type names, issue 9 item 1"))
-    return pytest.param(family, category, marks=marks, id=f"{family}-{category}")
+    return pytest.param(family, category, id=f"{family}-{category}")
 
 
 @pytest.mark.parametrize(("family", "category"), [_case(f, c) for f in FIXED_FAMILIES for c in SINGLE_TURN])
