@@ -62,11 +62,16 @@ def best_seconds(function: Callable[[], object], budget: float = 1.0, minimum: i
     return min(samples)  # the least-disturbed run: timings on a shared machine are noisy upward
 
 
-def measure(name: str, size: int) -> dict[str, float]:
-    case = get_case(name)
+def completion_of(case: Case, size: int) -> tuple[list[int], list[int]]:
+    """(completion ids, prompt ids) of the benchmark's assistant turn with about `size` completion ids."""
     per_paragraph = len(case.tokenizer.encode(PARAGRAPH, add_special_tokens=False))
     completion = render_completion(case, assistant(case, max(1, size // per_paragraph)))
-    ids, prompt_ids = completion.completion_ids, completion.prompt_ids
+    return completion.completion_ids, completion.prompt_ids
+
+
+def measure(name: str, size: int) -> dict[str, float]:
+    case = get_case(name)
+    ids, prompt_ids = completion_of(case, size)
     result = case.tito.parse_completion(ids, prompt_ids, TOOLS)
     assert [a.status for a in result.attempts] == [CallStatus.OK, CallStatus.OK], result.attempts
     parse = best_seconds(lambda: case.tito.parse_completion(ids, prompt_ids, TOOLS))

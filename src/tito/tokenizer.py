@@ -112,6 +112,8 @@ class TitoTokenizer:
     ) -> None:
         self.tokenizer = tokenizer
         self.content_modes = resolve_content_modes(content_special_tokens)
+        self._vocab_size = len(tokenizer)
+        """Read once: `len(tokenizer)` asks the backend to count its added tokens each time (about 25 us)."""
         source = _template_source(tokenizer, family)
         self.accepted_template_kwargs = (
             frozenset(family.encoder_kwargs) if source is None else template_kwargs_read(source)
@@ -373,8 +375,8 @@ class TitoTokenizer:
     def _check_ids(self, argument: str, ids: Any) -> None:
         """`ids` is a list of ints inside the vocabulary; else a TokenIdError naming the argument and position."""
         if not isinstance(ids, Sequence) or isinstance(ids, str | bytes):
-            raise TokenIdError(argument, 0, ids, len(self.tokenizer))
-        size = len(self.tokenizer)
+            raise TokenIdError(argument, 0, ids, self._vocab_size)
+        size = self._vocab_size
         try:  # two C-speed passes on the per-turn path: non-ints and negatives fail packing, then the upper bound
             array.array("L", ids)
             if not ids or max(ids) < size:

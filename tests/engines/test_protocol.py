@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 
 import pytest
 
 from tito.engines.instant import InstantEngine
-from tito.engines.protocol import GenerateRequest, SamplingParams, StreamCollector, collect_stream
+from tito.engines.protocol import GenerateRequest, SamplingParams, StreamCollector, collect_stream, token_ids
 from tito.errors import EngineResponseError
 
 
@@ -30,3 +31,17 @@ def test_a_collected_stream_equals_the_whole_generation(chunk_size: int, max_new
 def test_a_stream_without_a_finish_is_an_engine_error() -> None:
     with pytest.raises(EngineResponseError, match="without a finish reason"):
         StreamCollector(time.monotonic()).generation()
+
+
+@pytest.mark.parametrize("values", [[], [0, 1, -5, 2**31 - 1, -(2**31)], (3, 4), range(5), [True, 7]])
+def test_token_ids_equal_the_array_of_their_values(values: list[int]) -> None:
+    assert token_ids(values) == array("i", values)
+    assert token_ids(values).typecode == "i"
+
+
+@pytest.mark.parametrize(
+    ("values", "error"), [([1, 2.5], TypeError), ([1, None], TypeError), (["7"], TypeError), ([2**31], OverflowError)]
+)
+def test_token_ids_of_a_bad_list_raise_what_array_raises(values: list[object], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        token_ids(values)  # type: ignore[arg-type]

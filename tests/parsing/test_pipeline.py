@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.parsing.cases import TOOLS, get_case
 from tito.families import get_family
 from tito.parsing import CallStatus, build_completion_parser
@@ -47,8 +49,11 @@ def test_whether_the_prompt_opened_reasoning_is_read_from_its_last_ids(qwen35_to
         assert result.message.get("reasoning_content", result.message["content"]) == "Hello."
 
 
-def test_a_generation_that_ran_past_a_stop_token_ends_at_the_first(qwen3_tokenizer: LocalTokenizer) -> None:
-    ids = qwen3_tokenizer.encode("<think>\nr\n</think>\n\nfirst<|im_end|>second<|im_end|>")
+@pytest.mark.parametrize("first_stop", ["<|im_end|>", "<|endoftext|>"])
+def test_a_generation_that_ran_past_a_stop_token_ends_at_the_first(
+    qwen3_tokenizer: LocalTokenizer, first_stop: str
+) -> None:
+    ids = qwen3_tokenizer.encode(f"<think>\nr\n</think>\n\nfirst{first_stop}second<|im_end|>")
     result = build_completion_parser(get_family("qwen3"), qwen3_tokenizer).parse(ids)
     assert (result.message["content"], result.finish_reason) == ("first", "stop")
 

@@ -102,3 +102,34 @@ def test_a_consumer_that_closes_the_stream_aborts_the_request() -> None:
         return engine
 
     assert asyncio.run(turn()).aborted == ["req-1"]
+
+
+def test_a_watch_runs_one_task_and_leaves_nothing_behind() -> None:
+    async def turn() -> tuple[int, int, TurnWatch]:
+        session = await SessionRegistry().create(SessionConfig())
+        before = len(asyncio.all_tasks())
+        async with TurnWatch(RecordingEngine(), "req-1", session, Client().receive, timeout=10) as watch:
+            during = len(asyncio.all_tasks())
+            assert session.deletion_callbacks
+        await asyncio.sleep(0)  # the cancelled disconnect task ends
+        assert len(asyncio.all_tasks()) == before
+        assert not session.deletion_callbacks
+        return before, during, watch
+
+    before, during, watch = asyncio.run(turn())
+    assert during == before + 1
+    assert watch.reason is None
+
+
+def test_a_session_deleted_before_the_watch_starts_aborts_at_once() -> None:
+    async def turn() -> tuple[TurnWatch, RecordingEngine]:
+        registry = SessionRegistry()
+        session = await registry.create(SessionConfig())
+        await registry.delete(session.session_id)
+        engine = RecordingEngine()
+        async with TurnWatch(engine, "req-1", session, Client().receive) as watch:
+            await asyncio.sleep(0.01)
+        return watch, engine
+
+    watch, engine = asyncio.run(turn())
+    assert (watch.reason, engine.aborted) == (AbortReason.SESSION_DELETED, ["req-1"])

@@ -152,13 +152,14 @@ def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
         raise EngineResponseError(
             ENGINE, f"reply says {total} ids so far after {already_received}, but has {len(output_ids)} output_ids"
         )
-    new_ids = output_ids[len(output_ids) - new :]
-    new_triples = triples[len(triples) - new :] if len(triples) >= new else None
-    if new_triples is None:
+    if len(triples) < new:
         raise EngineResponseError(ENGINE, f"{len(output_ids)} output_ids but {len(triples)} output_token_logprobs")
+    # A whole reply's lists are used as they are: slicing 32k items copies them for nothing.
+    new_ids = output_ids if new == len(output_ids) else output_ids[len(output_ids) - new :]
+    new_triples = triples if new == len(triples) else triples[len(triples) - new :]
     try:
         ids = token_ids(new_ids)
-        logprobs = logprob_values([triple[0] for triple in new_triples])
+        logprobs = logprob_values([triple[0] for triple in new_triples])  # faster than itemgetter/zip (measured)
     except (TypeError, IndexError, OverflowError) as exc:
         raise EngineResponseError(ENGINE, f"malformed output_ids or output_token_logprobs: {exc}") from exc
     finish = parse_finish_reason(meta.get("finish_reason"))

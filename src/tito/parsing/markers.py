@@ -140,6 +140,9 @@ class MarkerScanner:
 
     def _stop_position(self, ids: list[int]) -> int | None:
         """Where the first stop id is, if any (engines stop there; anything after it is not the turn's)."""
+        stop_ids = self.stop_ids
+        if len(stop_ids) > 1 and ids and ids[-1] in stop_ids and stop_ids.isdisjoint(ids[:-1]):
+            return len(ids) - 1  # the usual end, checked for every stop id in one pass rather than one pass each
         first: int | None = None
         for stop_id in self.stop_ids:
             try:
@@ -209,7 +212,8 @@ class MarkerScanner:
 
     def _marked_fast(self, body: list[int]) -> str | None:
         text = self.tokenizer.decode(body, skip_special_tokens=False)
-        id_counts = Counter(body)  # one C pass; list.count per marker would be one pass each
+        # One C pass counting the marker ids alone (counting every id costs twice as much; list.count, a pass each).
+        id_counts = Counter(filter(self.marker_id_set.__contains__, body))
         present: list[int] = []
         for marker_id, occurrences in self.marker_counters.items():
             found = occurrences(text)

@@ -11,7 +11,6 @@ Imports from tito: engines.protocol, errors, server.errors, server.sessions.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 from types import TracebackType
 
@@ -31,7 +30,11 @@ class AbortReason(enum.Enum):
 
 class TurnWatch:
     """`async with TurnWatch(...) as watch:` around an engine call; an error raised inside the block after the
-    watch aborted the request leaves as the error of the reason (`watch.error()`)."""
+    watch aborted the request leaves as the error of the reason (`watch.error()`).
+
+    One task per turn, the one waiting for the client's disconnect (the ASGI `receive` can only be awaited); the
+    deletion and the timeout are callbacks (the session's `deletion_callbacks`, a loop timer), so a turn that ends
+    normally costs one task started and cancelled. The first reason wins and starts the one abort."""
 
     def __init__(
         self, engine: Engine, request_id: str, session: Session, receive: Receive, timeout: float | None = None
@@ -42,10 +45,19 @@ class TurnWatch:
         self.receive = receive
         self.timeout = timeout
         self.reason: AbortReason | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._client: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._aborting: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> TurnWatch:
-        self._task = asyncio.create_task(self._watch())
+        loop = asyncio.get_running_loop()
+        self._client = loop.create_task(self._client_disconnected())
+        if self.timeout is not None:
+            self._timer = loop.call_later(self.timeout, self._abort, AbortReason.TIMEOUT)
+        if self.session.deleted:
+            self._abort(AbortReason.SESSION_DELETED)
+        else:
+            self.session.deletion_callbacks.add(self._session_deleted)
         return self
 
     async def __aexit__(
@@ -59,12 +71,11 @@ class TurnWatch:
             raise self.error() from exc
 
     async def close(self) -> None:
-        """Stop watching (idempotent); an abort already sent stays sent."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop watching (idempotent); an abort already started is sent to its end."""
+        self._stop_watching()
+        if self._aborting is not None:
+            aborting, self._aborting = self._aborting, None
+            await aborting
 
     def error(self) -> TitoError:
         """The error the turn ends with, by the reason of the abort."""
@@ -77,20 +88,28 @@ class TurnWatch:
             )
         return ClientDisconnectedError(f"the client of session {session_id} disconnected; the turn was not recorded")
 
-    async def _watch(self) -> None:
-        waits = {
-            asyncio.create_task(self._disconnected()): AbortReason.CLIENT_DISCONNECTED,
-            asyncio.create_task(self.session.deleted.wait()): AbortReason.SESSION_DELETED,
-        }
-        try:
-            done, _ = await asyncio.wait(waits, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-        self.reason = waits[next(iter(done))] if done else AbortReason.TIMEOUT
-        await self.engine.abort(self.request_id)
+    def _abort(self, reason: AbortReason) -> None:
+        if self.reason is not None:
+            return
+        self.reason = reason
+        self._stop_watching()
+        self._aborting = asyncio.get_running_loop().create_task(self.engine.abort(self.request_id))
 
-    async def _disconnected(self) -> None:
-        """Returns when the client goes away (the request body was already read: only `http.disconnect` is left)."""
+    def _session_deleted(self) -> None:
+        self._abort(AbortReason.SESSION_DELETED)
+
+    def _stop_watching(self) -> None:
+        self.session.deletion_callbacks.discard(self._session_deleted)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._client is not None:
+            if self._client is not asyncio.current_task():
+                self._client.cancel()  # it ends at once: `receive` holds nothing to clean up
+            self._client = None
+
+    async def _client_disconnected(self) -> None:
+        """Aborts when the client goes away (the request body was already read: only `http.disconnect` is left)."""
         while (await self.receive())["type"] != "http.disconnect":
             pass
+        self._abort(AbortReason.CLIENT_DISCONNECTED)

@@ -56,8 +56,17 @@ class Session:
     """Wall-clock time of creation."""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    deleted: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the session is deleted or expires: a turn in flight aborts its engine request."""
+    deleted: bool = False
+    """True once the session is deleted or expired."""
+    deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
+    """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
+    callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""
+
+    def mark_deleted(self) -> None:
+        self.deleted = True
+        for callback in list(self.deletion_callbacks):
+            callback()
+        self.deletion_callbacks.clear()
 
 
 class SessionRegistry:
@@ -157,7 +166,7 @@ class SessionRegistry:
         elif isinstance(event, SessionDeleted):
             deleted = self._sessions.pop(event.session_id, None)
             if deleted is not None:
-                deleted.deleted.set()
+                deleted.mark_deleted()
             self._gone[event.session_id] = event.reason
             while len(self._gone) > _TOMBSTONES:
                 self._gone.popitem(last=False)
