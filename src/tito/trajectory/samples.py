@@ -4,7 +4,7 @@ A sample's `tokens` are the path's ids; `loss_mask` is 1 only on engine-sampled 
 the engine's logprobs there and 0 elsewhere; `response_length` counts from the first sampled id to the end.
 `max_seq_len` truncates at turn boundaries: whole turns are kept while they fit, never a cut turn.
 
-Imports nothing from tito but errors, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, trajectory.base, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
