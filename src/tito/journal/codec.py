@@ -22,6 +22,7 @@ import math
 import struct
 import sys
 from array import array
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -188,24 +189,22 @@ _ORJSON_SAFE_DEPTH = 64
 
 
 def _orjson_safe(value: object, depth: int) -> bool:
-    """Whether orjson writes `value` exactly as stdlib json would: containers and scalars of exact JSON types and
-    no NaN or infinity (orjson writes those as null, stdlib as `NaN`/`Infinity`, which round-trip)."""
-    kind = type(value)
-    if kind is float:
-        return math.isfinite(value)  # type: ignore[arg-type]
-    if kind is dict:
-        items: Any = value.values()  # type: ignore[attr-defined]
-    elif kind is list or kind is tuple:
+    """Whether orjson writes the container `value` exactly as stdlib json would: dicts, lists and tuples (exact
+    types) of str, int, bool, None and finite floats. NaN and infinity are not: orjson writes them as null, stdlib
+    as `NaN`/`Infinity`, which round-trip."""
+    if type(value) is dict:
+        items: Iterable[object] = value.values()
+    elif type(value) is list or type(value) is tuple:
         items = value
     else:
-        return kind is str or kind is int or kind is bool or value is None
+        return False
     if depth == 0:
         return False
     for item in items:
-        item_kind = type(item)
-        if item_kind is str or item_kind is int or item is None or item_kind is bool:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
             continue
-        if item_kind is float:
+        if type(item) is float:
             if not math.isfinite(item):
                 return False
         elif not _orjson_safe(item, depth - 1):
