@@ -9,7 +9,8 @@ int32 / float32 arrays (bit-exact: -inf, NaN payloads and -0.0 survive); message
 JSON is written by orjson (~20x faster than stdlib `json`, the bulk of a turn's encode cost) when the value is
 plain JSON (exact dict/list/tuple/str/int/bool/None and finite floats, checked by `_orjson_safe`); anything else
 (NaN or infinity, which orjson would turn into null; subclasses, other types, int keys, huge ints, deep nesting)
-goes through stdlib `json`, which keeps today's results and errors. Both write the same JSON, read by `json.loads`.
+goes through stdlib `json`, which keeps its results and errors. `json.loads` reads either's text to the same values
+(only float spelling may differ, e.g. `1e16` vs `1e+16`), so the format did not change.
 
 Imports nothing from tito but errors and trajectory.events.
 """
