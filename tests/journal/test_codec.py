@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import json
 import math
 import struct
 from array import array
@@ -14,7 +16,14 @@ from hypothesis import strategies as st
 from tests.journal.events import created, same_event, turn
 from tito.errors import JournalError
 from tito.journal.codec import EventType, decode_event, encode_event, session_id_of
-from tito.trajectory.events import SamplesTaken, SessionConfig, SessionCreated, SessionDeleted, SessionEvent
+from tito.trajectory.events import (
+    SamplesTaken,
+    SessionConfig,
+    SessionCreated,
+    SessionDeleted,
+    SessionEvent,
+    TurnCommitted,
+)
 
 EVENTS: list[SessionEvent] = [
     created("s-ünïcode-🚀", ttl_seconds=30.5),
@@ -95,3 +104,44 @@ def test_any_unicode_content_ids_and_float32_logprobs_round_trip(
         output_logprobs=array("f", logprobs),
     )
     assert same_event(decode_event(*encode_event(event)), event)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=JSON_VALUES)
+def test_metadata_and_messages_decode_as_stdlib_json_would_have_stored_them(value: object) -> None:
+    """The orjson fast path and the stdlib fallback (NaN, infinity, ints past 64 bits) store the same values."""
+    event = replace(
+        turn("s", 1),
+        request_messages=({"role": "user", "content": "hi", "extra": value},),
+        metadata={"value": value, "nested": [value, {"again": value}]},
+    )
+    decoded = decode_event(*encode_event(event))
+    assert isinstance(decoded, TurnCommitted)
+    stdlib = json.loads(json.dumps(value))
+    assert repr(decoded.request_messages[0]["extra"]) == repr(stdlib)  # repr: NaN equals NaN, -0.0 differs from 0.0
+    assert repr(decoded.metadata) == repr({"value": stdlib, "nested": [stdlib, {"again": stdlib}]})
+
+
+class Level(enum.IntEnum):
+    HIGH = 2
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+def test_values_beyond_plain_json_keep_stdlib_json_results_and_errors() -> None:
+    """orjson would write a plain Enum's value and refuse int keys; the journal keeps stdlib json's behaviour."""
+    metadata = {"level": Level.HIGH, "by_id": {7: "seven"}, "huge": 2**70, "tuple": (1, 2.5)}
+    decoded = decode_event(*encode_event(replace(turn("s", 1), metadata=metadata)))
+    assert isinstance(decoded, TurnCommitted)
+    assert decoded.metadata == {"level": 2, "by_id": {"7": "seven"}, "huge": 2**70, "tuple": [1, 2.5]}
+    with pytest.raises(JournalError, match="not JSON serializable"):
+        encode_event(replace(turn("s", 1), metadata={"colour": Colour.RED}))
