@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import tito.family_tokenizer
+import tito.server.launch
 from tito.conformance import CaseResult, run_matrix
 from tito.content_tokens import ContentMode
 from tito.family_tokenizer import builtin_tokenizer_for
@@ -28,10 +30,23 @@ def reference_path(*parts: str) -> Path:
 
 
 @cache
+def builtin_tokenizer(family: str) -> tuple[Tokenizer, str]:
+    """`tito.family_tokenizer.builtin_tokenizer_for` (the real tokenizer, else the stand-in, and which), built once
+    per session; tests only read it."""
+    return builtin_tokenizer_for(family)
+
+
 def family_tokenizer(family: str) -> Tokenizer:
-    """The family's builtin tokenizer (`tito.family_tokenizer.builtin_tokenizer_for`: real, else the stand-in),
-    shared by every test of the session; tests only read it."""
-    return builtin_tokenizer_for(family)[0]
+    """The family's builtin tokenizer, shared by every test of the session."""
+    return builtin_tokenizer(family)[0]
+
+
+@pytest.fixture
+def shared_builtin_tokenizers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI and `build_state` get a family's tokenizer from `builtin_tokenizer_for`: give them the session's
+    (`builtin_tokenizer`) instead of building it again per call. tests/test_family_tokenizer.py tests the real one."""
+    monkeypatch.setattr(tito.family_tokenizer, "builtin_tokenizer_for", builtin_tokenizer)
+    monkeypatch.setattr(tito.server.launch, "builtin_tokenizer_for", builtin_tokenizer)
 
 
 @cache
