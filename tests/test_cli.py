@@ -10,6 +10,8 @@ import pytest
 from tito.cli import main
 from tito.families import VALID_APPEND_ROLES, list_families
 
+pytestmark = pytest.mark.usefixtures("shared_builtin_tokenizers")  # tests.conftest
+
 
 def test_verify_passes_and_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--family", "qwen3", "--max-sequence-length", "1"]) == 0

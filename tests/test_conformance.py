@@ -1,39 +1,35 @@
 """Every registered family passes the conformance matrix: the invariants of docs/architecture.md, per family.
 
 The matrix runs on the family's real tokenizer where a registry package ships it, otherwise on a proxy
-(Qwen3 vocabulary + the family's markers as special tokens), in both content modes (special-token text in
-content as control tokens, and as plain text). A negative control proves the checks bite.
+(Qwen3 vocabulary + the family's markers as special tokens), in the default per-role content modes (what
+`tito verify` runs) and in each mode for every role (special-token text in content as control tokens, and as plain
+text). Each matrix is computed once per session (tests.conftest.family_matrix). A negative control proves the
+checks bite.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
 
 import pytest
 
-from tests.conftest import reference_path
-from tito.conformance import CaseResult, builtin_tokenizer_for, run_matrix
+from tests.conftest import family_matrix, family_tokenizer, reference_path
+from tito.conformance import run_matrix
 from tito.content_tokens import ContentMode
 from tito.families import registry
 from tito.families.base import Family, FixedTemplate
 from tito.families.registry import fixed_families, get_family, list_families
 
 FIXED_FAMILIES = fixed_families()
-CONTENT_MODES: list[ContentMode] = ["control", "text"]
-
-
-@cache
-def matrix(family: str, mode: ContentMode = "text") -> tuple[CaseResult, ...]:
-    tokenizer, _ = builtin_tokenizer_for(family)
-    return tuple(run_matrix(tokenizer, family, content_special_tokens=mode))
+CONTENT_MODES: list[ContentMode | None] = [None, "control", "text"]
+"""The default per-role modes (what `tito verify` and `tito serve` use unless told), and each mode for every role."""
 
 
 def failures(family: str, *checks: str) -> list[str]:
     return [
         f"{mode} {r.shape} cut={r.cut} thinking={r.thinking} {r.check}: {r.detail}"
         for mode in CONTENT_MODES
-        for r in matrix(family, mode)
+        for r in family_matrix(family, mode)
         if not r.passed and (not checks or r.check in checks)
     ]
 
@@ -60,7 +56,7 @@ def test_generation_prompt_is_a_prefix_of_the_rendered_turn(family: str) -> None
 
 @pytest.mark.parametrize("family", FIXED_FAMILIES)
 def test_matrix_covers_every_supported_role_and_thinking_mode(family: str) -> None:
-    results = matrix(family)
+    results = family_matrix(family, "text")
     appended = {role for r in results for role in r.appended_roles}
     assert appended == set(get_family(family).supported_roles)
     assert "quoted_markers" in {r.shape for r in results}, "content quoting every marker, in every role"
@@ -76,8 +72,7 @@ def test_a_template_that_rewrites_history_fails_the_matrix(monkeypatch: pytest.M
     broken = dataclasses.replace(qwen3, name="qwen3_official", fixed_template=broken_template)
     monkeypatch.setattr(FixedTemplate, "source", lambda self: official)
     monkeypatch.setattr(registry, "FAMILIES", {**registry.FAMILIES, broken.name: broken})
-    tokenizer, _ = builtin_tokenizer_for("qwen3")
-    results = run_matrix(tokenizer, broken.name, max_sequence_length=1)
+    results = run_matrix(family_tokenizer("qwen3"), broken.name, max_sequence_length=1)
     failed_thinking = {r.shape for r in results if not r.passed and r.thinking}
     failed_not_thinking = {r.shape for r in results if not r.passed and r.thinking is False}
     assert "multi_user" in failed_thinking, "a new user query drops earlier reasoning in the official template"

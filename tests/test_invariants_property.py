@@ -7,17 +7,16 @@ generated assistant is a cut. Both content modes: special-token text in content 
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tito.conformance import TOOLS, builtin_tokenizer_for, simulated_stored_ids
+from tests.conftest import family_tito
+from tito.conformance import TOOLS, simulated_stored_ids
 from tito.content_tokens import ContentMode
 from tito.families import fixed_families
-from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
 
 FAMILIES = fixed_families()
 RANDOM_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
@@ -27,12 +26,6 @@ TEXT = st.one_of(
     st.builds(lambda a, marker, b: a + marker + b, RANDOM_TEXT, st.sampled_from(QUOTED_MARKERS), RANDOM_TEXT),
 )
 ARGUMENTS = st.fixed_dictionaries({"query": TEXT}, optional={"limit": st.integers(0, 9), "filters": st.just({})})
-
-
-@cache
-def tito(family: str, mode: ContentMode) -> TitoTokenizer:
-    tokenizer, _ = builtin_tokenizer_for(family)
-    return get_tito_tokenizer(tokenizer, family, content_special_tokens=mode)
 
 
 @st.composite
@@ -65,7 +58,7 @@ def conversations(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
 @pytest.mark.parametrize("mode", ["control", "text"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_random_conversations_keep_every_invariant(family: str, mode: ContentMode) -> None:
-    tt = tito(family, mode)
+    tt = family_tito(family, mode)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(conversations())

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from tito.conformance import builtin_tokenizer_for, simulated_stored_ids
+from tests.conftest import family_tito
+from tito.conformance import simulated_stored_ids
 from tito.families import list_families
-from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
+from tito.tokenizer import TitoTokenizer
 
 Message = dict[str, Any]
 SAMPLE_SIZE = 6
@@ -110,12 +111,6 @@ def _assistant(calls: list[tuple[str, dict[str, Any]]], turn: int) -> Message:
     }
 
 
-@cache
-def _tito_tokenizer(family: str) -> TitoTokenizer:
-    tokenizer, _ = builtin_tokenizer_for(family)
-    return get_tito_tokenizer(tokenizer, family)
-
-
 def _sample_and_parse(
     tt: TitoTokenizer, old: list[Message], new: list[Message], stored: list[int], tools: list[Message]
 ) -> tuple[list[int], list[tuple[str, Any]]]:
@@ -145,7 +140,7 @@ def _case(family: str, category: str) -> Any:
 
 @pytest.mark.parametrize(("family", "category"), [_case(f, c) for f in FIXED_FAMILIES for c in SINGLE_TURN])
 def test_ground_truth_calls_render_and_parse_back(family: str, category: str) -> None:
-    tt = _tito_tokenizer(family)
+    tt = family_tito(family)
     for question, answer in _entries(category):
         tools = _tools(question["function"])
         messages = [*question["question"][0]]
@@ -156,7 +151,7 @@ def test_ground_truth_calls_render_and_parse_back(family: str, category: str) ->
 
 @pytest.mark.parametrize(("family", "category"), [_case(f, "multi_turn_base") for f in FIXED_FAMILIES])
 def test_multi_turn_sessions_stay_token_exact_and_parse_back(family: str, category: str) -> None:
-    tt = _tito_tokenizer(family)
+    tt = family_tito(family)
     data = _data_dir()
     for question, answer in _entries(category):
         docs = [

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import Any
 
 import pytest
 
-from tests.conftest import reference_path
+from tests.conftest import family_tito, family_tokenizer, reference_path
 from tito import VALID_APPEND_ROLES, get_tito_tokenizer
-from tito.conformance import TOOLS, builtin_tokenizer_for, shapes, simulated_stored_ids
+from tito.conformance import TOOLS, shapes, simulated_stored_ids
 from tito.errors import (
     AppendOnlyError,
     ConfigurationError,
@@ -178,11 +177,6 @@ def test_a_transformers_tokenizer_works_as_is(qwen3_tokenizer: LocalTokenizer) -
     assert theirs.parse_completion(completion).message == ours.parse_completion(completion).message
 
 
-@functools.cache
-def family_tokenizer(family: str) -> TitoTokenizer:
-    return get_tito_tokenizer(builtin_tokenizer_for(family)[0], family)
-
-
 def first_cut(tt: TitoTokenizer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A stored conversation ending with a generated assistant, and the request appending a user turn to it."""
     turns = shapes()["multi_user"]
@@ -200,12 +194,12 @@ def test_an_unknown_template_kwarg_is_named_with_the_ones_the_template_reads(qwe
 
 
 def test_an_encoder_family_checks_the_kwargs_its_encoder_declares() -> None:
-    tokenizer = builtin_tokenizer_for("deepseekv4")[0]
+    tokenizer = family_tokenizer("deepseekv4")
     assert get_tito_tokenizer(tokenizer, "deepseekv4", {"thinking": True, "reasoning_effort": "max"})
     with pytest.raises(UnknownTemplateKwargError, match=r"'enable_thinkng'; deepseekv4 reads: .*thinking_mode"):
         get_tito_tokenizer(tokenizer, "deepseekv4", {"enable_thinkng": True})
     with pytest.raises(UnknownTemplateKwargError, match="'reasoning_effort'"):
-        get_tito_tokenizer(builtin_tokenizer_for("deepseekv32")[0], "deepseekv32", {"reasoning_effort": "max"})
+        get_tito_tokenizer(family_tokenizer("deepseekv32"), "deepseekv32", {"reasoning_effort": "max"})
 
 
 def test_the_default_family_reads_the_kwargs_of_the_checkpoint_template(qwen3_tokenizer: LocalTokenizer) -> None:
@@ -251,7 +245,7 @@ def test_stop_token_ids_are_the_family_stop_tokens_as_ints(qwen3_tokenizer: Loca
 def test_every_stop_token_of_every_family_can_be_continued(family: str, stop: str) -> None:
     """Stored ids may end with any declared stop token: kept (or dropped, STOP_IS_NEXT_OPENER), closed with the
     family's declared text when the template never writes that token, then the appended render."""
-    tt = family_tokenizer(family)
+    tt = family_tito(family)
     old, new = first_cut(tt)
     ended = simulated_stored_ids(tt, old)
     stop_id = tt.tokenizer.encode(stop, add_special_tokens=False)
@@ -281,7 +275,7 @@ def test_a_stop_token_without_a_declared_closing_names_that_cause(qwen3_tokenize
 
 @pytest.mark.parametrize("family", fixed_families())
 def test_resending_exactly_the_stored_conversation_is_an_error_in_every_family(family: str) -> None:
-    tt = family_tokenizer(family)
+    tt = family_tito(family)
     old, _ = first_cut(tt)
     with pytest.raises(AppendOnlyError, match="resending exactly the stored conversation") as error:
         tt.merge_tokens(old, old, simulated_stored_ids(tt, old), TOOLS)
@@ -290,7 +284,7 @@ def test_resending_exactly_the_stored_conversation_is_an_error_in_every_family(f
 
 @pytest.mark.parametrize("family", fixed_families())
 def test_an_empty_conversation_is_a_message_error_in_every_family(family: str) -> None:
-    tt = family_tokenizer(family)
+    tt = family_tito(family)
     for call in (lambda: tt.render([]), lambda: tt.merge_tokens([], [], []), lambda: tt.render([], TOOLS, True)):
         with pytest.raises(MessageError, match="'messages': is empty") as error:
             call()

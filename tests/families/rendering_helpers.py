@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
 from typing import Any
 
 import jinja2
@@ -17,13 +16,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from tests.conftest import reference_path
-from tito.cli import main
+from tests.conftest import family_tokenizer, reference_path
 from tito.conformance import TOOLS, shapes
 from tito.families import get_family
 from tito.messages import normalize_messages
 from tito.rendering import compile_template, render_template
-from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 Message = dict[str, Any]
 Render = Callable[..., str]
@@ -124,12 +122,6 @@ def assert_reasoning_kept_without_the_pinned_kwarg(family: str, history: list[Me
     bare = render_template(fixed_template(family), history, tools, True)
     assert bare == fixed(family)(history, tools, True)
     assert all(m["reasoning_content"] in bare for m in history if m["role"] == "assistant")
-
-
-def assert_verify_passes(family: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """`tito verify --family F` exits 0 and reports the family."""
-    assert main(["verify", "--family", family]) == 0, capsys.readouterr().err
-    assert f"{family}: " in capsys.readouterr().out
 
 
 # ---- conversations --------------------------------------------------------------------------------------------
@@ -299,11 +291,11 @@ def append_only_failures(
 # ---- token level ----------------------------------------------------------------------------------------------
 
 
-@cache
-def proxy_tokenizer(family: str) -> LocalTokenizer:
-    """The Qwen3 vocabulary with every marker and stop token of the family atomic (its own is not offline)."""
-    declared = get_family(family)
-    return build_proxy_tokenizer(tuple(dict.fromkeys([*declared.special_tokens, *declared.stop_tokens])))
+def proxy_tokenizer(family: str) -> Tokenizer:
+    """The Qwen3 vocabulary with every marker and stop token of the family atomic (its own is not offline): the
+    family's stand-in builtin tokenizer, shared with every test of the session."""
+    assert get_family(family).builtin_tokenizer is None, f"{family} has a real tokenizer, not a stand-in"
+    return family_tokenizer(family)
 
 
 def cut_after_last(ids: list[int], token_id: int) -> list[int]:

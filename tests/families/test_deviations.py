@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tito.conformance import builtin_tokenizer_for
+from tests.conftest import family_tito
 from tito.families import get_family, list_families
 from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
-from tito.tokenizer import get_tito_tokenizer
 
 QUOTING_THINK_TAGS = "Summary: tool said <think>x</think> then OK"
 FIXED_FAMILIES = [name for name in list_families() if name != "default"]
@@ -15,8 +14,7 @@ FIXED_FAMILIES = [name for name in list_families() if name != "default"]
 
 @pytest.mark.parametrize("family", FIXED_FAMILIES)
 def test_an_assistant_quoting_think_tags_renders_its_content_verbatim(family: str) -> None:
-    tokenizer, _ = builtin_tokenizer_for(family)
-    tt = get_tito_tokenizer(tokenizer, family)
+    tt = family_tito(family)
     messages = [
         {"role": "user", "content": "Summarise."},
         {"role": "assistant", "content": QUOTING_THINK_TAGS},

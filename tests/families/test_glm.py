@@ -26,7 +26,6 @@ from .rendering_helpers import (
     appended_messages,
     assert_reasoning_kept_without_the_pinned_kwarg,
     assert_transformers_renders_loop_alike,
-    assert_verify_passes,
     bind,
     broad_conversations,
     call,
@@ -254,7 +253,3 @@ def test_keeping_the_sampled_stop_token_would_duplicate_the_opener() -> None:
     kept_stop = [*stored, *tt.tokenize_additional_messages(history, history + appended, TOOLS)]
     assert kept_stop != tokenizer.encode(tt.render(history + appended, TOOLS, add_generation_prompt=True))
     assert tokenizer.decode(kept_stop).count("<|observation|><|observation|>") == 1
-
-
-def test_tito_verify_passes_for_glm47(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_verify_passes("glm47", capsys)

@@ -27,7 +27,6 @@ from .rendering_helpers import (
     appended_messages,
     assert_reasoning_kept_without_the_pinned_kwarg,
     assert_transformers_renders_loop_alike,
-    assert_verify_passes,
     bind,
     broad_conversations,
     call,
@@ -307,7 +306,3 @@ def test_without_the_junction_newline_the_ids_would_differ() -> None:
     glued = [*stored, *tokenizer.encode(full[len(tt.render(history, TOOLS)) :])]
     assert glued != tokenizer.encode(full)
     assert tt.merge_tokens(history, history + appended, stored, TOOLS) == tokenizer.encode(full)
-
-
-def test_tito_verify_passes_for_nemotron3(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_verify_passes("nemotron3", capsys)

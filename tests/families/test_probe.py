@@ -7,8 +7,8 @@ import functools
 
 import pytest
 
-from tests.conftest import reference_path
-from tito.conformance import builtin_tokenizer_for, run_matrix
+from tests.conftest import family_tokenizer, reference_path
+from tito.conformance import run_matrix
 from tito.errors import ConfigurationError
 from tito.families import VALID_APPEND_ROLES, FixedTemplate, Junction, fixed_families, get_family
 from tito.tokenizer import get_tito_tokenizer
@@ -53,7 +53,7 @@ def test_the_official_qwen3_template_loses_the_roles_that_drop_earlier_reasoning
 
 @functools.cache
 def _builtin_tokenizer(family: str) -> LocalTokenizer:
-    tokenizer, _ = builtin_tokenizer_for(family)
+    tokenizer = family_tokenizer(family)
     assert isinstance(tokenizer, LocalTokenizer)
     return tokenizer
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from tito.conformance import builtin_tokenizer_for
+from tests.conftest import family_tokenizer
 from tito.families.base import Family, Junction, ToolArguments
 from tito.families.registry import FAMILIES
 from tito.parsing import CompletionParser, build_completion_parser
@@ -91,7 +91,7 @@ def case_names() -> list[str]:
 @cache
 def get_case(name: str) -> Case:
     family = FAMILIES[name]
-    tokenizer = builtin_tokenizer_for(name)[0]
+    tokenizer = family_tokenizer(name)
     thinking_on = {family.thinking_kwarg: True} if family.thinking_kwarg else None  # reasoning is rendered
     return Case(name, family, tokenizer, get_tito_tokenizer(tokenizer, name, thinking_on))
 

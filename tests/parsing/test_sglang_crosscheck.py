@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.parsing.cases import TOOLS, assistant_messages, case_names, get_case, render_completion
 
-sglang = pytest.importorskip("llm_router_utils.sglang.srt.function_call.function_call_parser")
-protocol = pytest.importorskip("llm_router_utils.sglang.srt.entrypoints.openai.protocol")
+NO_DETECTORS = "SGLang's detectors: pip install --no-deps llm-router-utils, then partial-json-parser"
+sglang = pytest.importorskip("llm_router_utils.sglang.srt.function_call.function_call_parser", reason=NO_DETECTORS)
+protocol = pytest.importorskip("llm_router_utils.sglang.srt.entrypoints.openai.protocol", reason=NO_DETECTORS)
 
 DETECTORS = {
     "qwen3_json": "qwen25",

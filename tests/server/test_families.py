@@ -13,6 +13,8 @@ from tito.server.launch import build_state, instant_reply_ids
 from tito.server.running import serve_in_thread
 from tito.server.state import ServerOptions
 
+pytestmark = pytest.mark.usefixtures("shared_builtin_tokenizers")  # tests.conftest
+
 
 @pytest.mark.parametrize("family", ["glm47", "deepseekv4", "qwen35"])
 def test_each_prompt_is_the_stored_ids_after_the_junction_plus_the_appended_ids(family: str) -> None:

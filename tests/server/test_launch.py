@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tito.conformance import builtin_tokenizer_for
+from tests.conftest import family_tokenizer
 from tito.errors import ConfigurationError
 from tito.server.launch import INSTANT_REPLY, build_state, instant_reply_ids
 from tito.server.state import ServerOptions
@@ -13,7 +13,7 @@ from tito.tokenizer import get_tito_tokenizer
 
 @pytest.mark.parametrize("family", ["qwen3", "qwen35", "glm47", "kimi25", "deepseekv4"])
 def test_the_instant_reply_parses_back_to_the_fixed_text_and_ends_in_a_stop_token(family: str) -> None:
-    tokenizer, _ = builtin_tokenizer_for(family)
+    tokenizer = family_tokenizer(family)
     tt = get_tito_tokenizer(tokenizer, family)
     ids = instant_reply_ids(tt)
     stops = {tokenizer.encode(token, add_special_tokens=False)[0] for token in tt.family.stop_tokens}

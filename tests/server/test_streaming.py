@@ -191,7 +191,7 @@ def test_a_client_that_disconnects_mid_stream_aborts_the_engine_and_commits_noth
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
     server.engine.queue(qwen3_tokenizer.encode(SCRIPTS["content"], add_special_tokens=False))
-    server.engine.delay = 0.05
+    server.engine.delay = 1.0  # cut short by the abort; a loaded machine must not finish the stream before hanging up
     session_id = server.new_session()
     url = f"/sessions/{session_id}/v1/chat/completions"
     with server.http.stream("POST", url, json={"messages": USER, "stream": True}) as response:
@@ -200,6 +200,7 @@ def test_a_client_that_disconnects_mid_stream_aborts_the_engine_and_commits_noth
     wait_until(lambda: request_id in server.engine.aborted)
     time.sleep(0.1)  # the stream's end, had it committed, would be recorded by now
     assert turns_of(server, session_id) == []
+    server.engine.delay = 0.0
     reply = client(server, session_id).chat.completions.create(model="m", messages=USER)
     assert reply.choices[0].message.content  # the session is as it was: the same first turn works
 

