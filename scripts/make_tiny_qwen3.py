@@ -1,7 +1,8 @@
 """Write a tiny random Qwen3 (real 151,936-id vocab, seeded weights) and tito's offline Qwen3 tokenizer to a directory.
 
 Engines that load a model directory (vLLM, transformers) all read the same weights from it, so their logprobs
-for the same ids can be compared. No model hub: the tokenizer is `tito.load_tokenizer("qwen3")`.
+for the same ids can be compared. The model is the local engine's `build_tiny_model`; no model hub: the tokenizer
+is `tito.load_tokenizer("qwen3")`.
 Run from the repository root: PYTHONPATH=src python scripts/make_tiny_qwen3.py DIR
 """
 
@@ -10,40 +11,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+from transformers import PreTrainedTokenizerFast
 
 from tito import load_tokenizer
+from tito.engines.local import build_tiny_model
 
+QWEN3_VOCAB_SIZE = 151936
+"""The checkpoints' padded embedding size (the tokenizer itself has fewer ids)."""
+IM_END = 151645
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 
-def tiny_qwen3_config() -> Qwen3Config:
-    """2 layers, hidden 64, 2 heads of 32 (vLLM's CPU attention needs a head_dim it supports, 32 is the least)."""
-    return Qwen3Config(
-        vocab_size=151936,
-        hidden_size=64,
-        intermediate_size=192,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
-        rope_theta=1_000_000.0,
-        bos_token_id=151643,
-        eos_token_id=151645,
-        torch_dtype="float32",
-    )
-
-
 def write_tiny_qwen3(directory: Path, seed: int = 0) -> None:
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(tiny_qwen3_config()).eval()
-    model.save_pretrained(directory)
+    build_tiny_model(QWEN3_VOCAB_SIZE, directory, seed, eos_token_id=IM_END)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=load_tokenizer("qwen3").backend,
         eos_token="<|im_end|>",

@@ -18,8 +18,11 @@ class HasVocabSize(Protocol):
     def vocab_size(self) -> int: ...
 
 
-def build_tiny_model(vocab: int | HasVocabSize, directory: Path, seed: int = 0) -> Path:
-    """Write a loadable checkpoint (config + safetensors) with weights drawn from `seed` to `directory`."""
+def build_tiny_model(
+    vocab: int | HasVocabSize, directory: Path, seed: int = 0, eos_token_id: int | None = None
+) -> Path:
+    """Write a loadable checkpoint (config + safetensors) with weights drawn from `seed` to `directory`;
+    `eos_token_id` goes into the config for servers that stop on it by default (vLLM)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -34,6 +37,7 @@ def build_tiny_model(vocab: int | HasVocabSize, directory: Path, seed: int = 0) 
         head_dim=32,
         max_position_embeddings=32768,
         tie_word_embeddings=True,
+        eos_token_id=eos_token_id,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
