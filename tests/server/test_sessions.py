@@ -9,7 +9,7 @@ import pytest
 
 from tito.server.errors import SessionGoneError, SessionNotFoundError
 from tito.server.sessions import SessionRegistry
-from tito.trajectory.events import SessionConfig, SessionDeleted, SessionEvent, TurnCommitted
+from tito.trajectory.events import SessionConfig, SessionDeleted, SessionEvent, TrajectoryKind, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError
 
 
@@ -100,5 +100,74 @@ def test_expiry_is_an_event_the_sink_records_and_the_id_then_answers_gone() -> N
         assert await registry.evict_expired() == [session.session_id]
         deleted = sink.events[-1]
         assert isinstance(deleted, SessionDeleted) and deleted.reason == "expired" and len(registry) == 0
+
+    asyncio.run(scenario())
+
+
+class SlowSink(ListSink):
+    """Awaits like a journal's fsync: other coroutines run while a record is being written."""
+
+    async def record(self, event: SessionEvent) -> None:
+        await asyncio.sleep(0.01)
+        await super().record(event)
+
+
+class FailingSink(ListSink):
+    """A journal whose writes fail (a full disk)."""
+
+    fail = False
+
+    async def record(self, event: SessionEvent) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        await super().record(event)
+
+
+def test_concurrent_siblings_get_distinct_node_ids_assigned_under_the_lock() -> None:
+    async def scenario() -> None:
+        registry = SessionRegistry(sink=SlowSink())
+        session = await registry.create(SessionConfig(trajectory=TrajectoryKind.TREE))
+        trajectory = session.trajectory
+        plans = [trajectory.plan([{"role": "user", "content": t}], None, t, False) for t in "abc"]
+        tentative = trajectory.store.next_node_id  # what each turn saw when it was built, before any commit
+        events = [turn(session.session_id, tentative, None, 0, t) for t in "abc"]
+        committed = await asyncio.gather(*(registry.commit(session, p, e) for p, e in zip(plans, events, strict=True)))
+        assert sorted(event.node_id for event in committed if event is not None) == [0, 1, 2]
+        assert len(trajectory.store) == 3
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_journal_write_leaves_the_session_and_the_registry_as_they_were() -> None:
+    async def scenario() -> None:
+        sink = FailingSink()
+        registry = SessionRegistry(sink=sink)
+        session = await registry.create(SessionConfig())
+        trajectory = session.trajectory
+        sink.fail = True
+        plan = trajectory.plan([{"role": "user", "content": "x"}], None, "x", False)
+        with pytest.raises(OSError):
+            await registry.commit(session, plan, turn(session.session_id, 0, None, 0, "x"))
+        assert len(trajectory.store) == 0 and trajectory.describe() == LinearTrajectory(SessionConfig()).describe()
+        with pytest.raises(OSError):
+            await registry.create(SessionConfig())
+        assert len(registry) == 1
+        with pytest.raises(OSError):
+            await registry.delete(session.session_id)
+        assert registry.get(session.session_id) is session
+
+    asyncio.run(scenario())
+
+
+def test_of_two_concurrent_deletes_the_second_finds_the_session_gone() -> None:
+    async def scenario() -> None:
+        sink = SlowSink()
+        registry = SessionRegistry(sink=sink)
+        session = await registry.create(SessionConfig())
+        outcomes = await asyncio.gather(
+            registry.delete(session.session_id), registry.delete(session.session_id), return_exceptions=True
+        )
+        assert outcomes[0] is None and isinstance(outcomes[1], SessionGoneError)
+        assert [type(event).__name__ for event in sink.events] == ["SessionCreated", "SessionDeleted"]
 
     asyncio.run(scenario())

@@ -103,7 +103,7 @@ class BackgroundCompactor:
         while not self._stop.wait(self._every_s):
             try:
                 self.last_result = compact(self._writer.directory, self._writer.active_segment)
-            except OSError:
+            except Exception:  # an odd record or a disk error must not end compaction for the process's life
                 logger.exception("journal compaction failed; it will retry in %.0f s", self._every_s)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -42,6 +43,8 @@ from tito.server.streaming import streamed_reply
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
+logger = logging.getLogger(__name__)
+
 
 def json_response(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
@@ -57,14 +60,17 @@ def error_response(body: Any, status: int) -> Response:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused (413) past `limit` bytes before it is read when the length is declared."""
+    """The request body, refused (413) past `limit` bytes: before it is read when the length is declared, else
+    (chunked) as soon as what arrived passes the limit, never buffering more."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
-    body = await request.body()
-    if len(body) > limit:
-        raise BodyTooLargeError(f"the request body is {len(body)} bytes; this server accepts at most {limit}")
-    return body
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
+    return bytes(body)
 
 
 class ApiKeyMiddleware:
@@ -97,6 +103,8 @@ def create_app(state: ServerState) -> FastAPI:
         sweeper = asyncio.create_task(_sweep_expired(state))
         yield
         sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
         if journal is not None:
             journal.close()
 
@@ -154,11 +162,11 @@ def create_app(state: ServerState) -> FastAPI:
             trajectory=TrajectoryKind(asked.trajectory) if asked.trajectory else options.trajectory,
             chat_template_kwargs=asked.chat_template_kwargs or {},
             allowed_append_roles=roles,
-            max_nodes=asked.max_nodes or options.max_nodes,
+            max_nodes=_at_most(asked.max_nodes, options.max_nodes),
             strict_append_only=options.strict_append_only if strict is None else strict,
             sample_picker=options.sample_picker,
             sample_postprocessor=options.sample_postprocessor,
-            ttl_seconds=asked.ttl_seconds or options.session_ttl,
+            ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
         session = await registry.create(config)
@@ -193,8 +201,8 @@ def create_app(state: ServerState) -> FastAPI:
             generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
         turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
-        await registry.commit(session, prepared.plan, turn)
-        reply = json_response(reply_body(turn, state.model_name))
+        committed = await registry.commit(session, prepared.plan, turn)
+        reply = json_response(reply_body(committed or turn, state.model_name))
         metrics.observe_turn(
             len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
         )
@@ -220,9 +228,20 @@ def create_app(state: ServerState) -> FastAPI:
     return app
 
 
+def _at_most(asked: float | None, limit: float | None) -> Any:
+    """A session's own limit, never above the server's (the operator's bound holds for every client)."""
+    if asked is None or limit is None:
+        return limit if asked is None else asked
+    return min(asked, limit)
+
+
 async def _sweep_expired(state: ServerState) -> None:
-    """Evict idle sessions every few seconds (a request on an expired session also finds it gone)."""
+    """Evict idle sessions every second (a request on an expired session also finds it gone); a failure (e.g. a
+    journal write) is logged and the sweep goes on."""
     while True:
         await asyncio.sleep(1.0)
-        await state.registry.evict_expired()
+        try:
+            await state.registry.evict_expired()
+        except Exception:
+            logger.exception("evicting expired sessions failed; retrying in 1 s")
         state.metrics.live_sessions.set(len(state.registry))

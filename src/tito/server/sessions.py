@@ -11,6 +11,7 @@ Imports nothing from tito but errors, trajectory and server.errors.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 from collections import OrderedDict
@@ -118,42 +119,61 @@ class SessionRegistry:
                     "(DELETE /sessions/{id}) or start tito serve with a larger --max-sessions"
                 )
         event = SessionCreated(secrets.token_hex(16), config, time.time())
-        self.apply(event)
         await self.sink.record(event)
+        self.apply(event)
         return self._sessions[event.session_id]
 
-    async def commit(self, session: Session, plan: TurnPlan, event: TurnCommitted) -> bool:
-        """Record a generated turn; False when the session was deleted meanwhile (the reply still goes out)."""
+    async def commit(self, session: Session, plan: TurnPlan, event: TurnCommitted) -> TurnCommitted | None:
+        """Record a generated turn; None when the session was deleted meanwhile (the reply still goes out).
+
+        Under the session lock: the plan is checked, the node id assigned (concurrent siblings get distinct ids
+        whatever order they finish in), the event recorded by the sink (the journal), and only then applied, so a
+        failed journal write leaves the session as it was. Returns the event as committed."""
         async with session.lock:
             if not self.is_live(session):
-                return False
+                return None
             session.trajectory.check(plan)
-            self.apply(event)
+            event = dataclasses.replace(event, node_id=session.trajectory.store.next_node_id)
             await self.sink.record(event)
-        return True
+            self.apply(event)
+            session.last_used = time.monotonic()
+        return event
 
     async def delete(self, session_id: str, reason: str = "deleted") -> None:
         session = self.get(session_id)
         async with session.lock:
+            self._check_live(session)
             event = SessionDeleted(session_id, time.time(), reason)
-            self.apply(event)
             await self.sink.record(event)
+            self.apply(event)
 
     async def samples_taken(self, session: Session) -> None:
         async with session.lock:
+            self._check_live(session)
             event = SamplesTaken(session.session_id, time.time())
-            self.apply(event)
             await self.sink.record(event)
+            self.apply(event)
 
     async def evict_expired(self) -> list[str]:
-        """Delete every session idle past its TTL; returns their ids."""
-        now = time.monotonic()
-        expired = [s.session_id for s in list(self._sessions.values()) if self._expired(s, now)]
-        for session_id in expired:
-            event = SessionDeleted(session_id, time.time(), "expired")
-            self.apply(event)
-            await self.sink.record(event)
+        """Delete every session idle past its TTL (never one with a turn in flight); returns their ids."""
+        expired: list[str] = []
+        for session in list(self._sessions.values()):
+            if not self._expired(session, time.monotonic()):
+                continue
+            async with session.lock:
+                if not self.is_live(session) or not self._expired(session, time.monotonic()):
+                    continue
+                event = SessionDeleted(session.session_id, time.time(), "expired")
+                await self.sink.record(event)
+                self.apply(event)
+                expired.append(session.session_id)
         return expired
+
+    def _check_live(self, session: Session) -> None:
+        """Under the session's lock: a session deleted or expired while this request waited is gone (410)."""
+        if not self.is_live(session):
+            reason = self._gone.get(session.session_id, "deleted")
+            raise SessionGoneError(f"session {session.session_id} was {reason}; open a new one with POST /sessions")
 
     def apply(self, event: SessionEvent) -> None:
         """The one way the registry changes, live and on replay."""
@@ -178,5 +198,6 @@ class SessionRegistry:
 
     @staticmethod
     def _expired(session: Session, now: float) -> bool:
+        """Idle past its TTL; a session with a turn in flight (its abort watch registered) is not idle."""
         ttl = session.config.ttl_seconds
-        return ttl is not None and now - session.last_used > ttl
+        return ttl is not None and not session.deletion_callbacks and now - session.last_used > ttl

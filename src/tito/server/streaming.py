@@ -166,8 +166,10 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
                 )
         last_deltas, result = parser.finish()
         turn = replace(build_turn(prepared, generation, result, engine.info), response_id=encoder.response_id)
-        if not await state.registry.commit(prepared.session, prepared.plan, turn):
+        committed = await state.registry.commit(prepared.session, prepared.plan, turn)
+        if committed is None:
             raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
+        turn = committed
         state.metrics.observe_turn(
             len(prepared.prompt_ids), len(generation.output_ids), generation.timings.total, time.monotonic() - started
         )
