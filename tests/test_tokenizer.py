@@ -367,3 +367,14 @@ def test_bad_tool_definitions_name_the_tool_and_field(qwen3_tokenizer: LocalToke
     for call in (lambda: tt.merge_tokens([], HISTORY[:2], [], tools), lambda: tt.render(HISTORY, tools)):
         with pytest.raises(ToolDefinitionError, match=re.escape(where)):
             call()
+
+
+def test_numpy_stored_ids_come_back_as_plain_ints() -> None:
+    """Ids a trainer kept in numpy stay valid, and the prompt holds plain ints (JSON for the engine)."""
+    import numpy as np
+
+    tt = family_tito("qwen3")
+    old = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    stored = simulated_stored_ids(tt, old, None)
+    merged = tt.merge_tokens(old, [*old, {"role": "user", "content": "x"}], list(np.array(stored)))
+    assert merged[: len(stored)] == stored and all(type(token) is int for token in merged)

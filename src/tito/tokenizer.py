@@ -342,7 +342,8 @@ class TitoTokenizer:
                     self.family.name, "stored ids without stored messages: send the conversation they belong to"
                 )
             return additional
-        return [*stored_ids[: self.kept_stored_ids(stored_ids)], *self._closing(stored_ids), *additional]
+        kept = array.array("l", stored_ids[: self.kept_stored_ids(stored_ids)])  # plain ints (numpy ids, say, are not)
+        return [*kept, *self._closing(stored_ids), *additional]
 
     def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
         """How many of `stored_ids` the next prompt keeps verbatim; raises JunctionError when they cannot be

@@ -11,7 +11,7 @@ import pytest
 from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
 from tests.engines.servers import free_port
 from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
-from tito.engines.sglang import SGLangEngine, parse_finish_reason
+from tito.engines.sglang import SGLangEngine, parse_finish_reason, parse_reply
 from tito.errors import (
     EngineRequestError,
     EngineResponseError,
@@ -244,3 +244,18 @@ async def test_an_error_event_inside_the_stream_is_the_engines_refusal_in_its_wo
             received.append(chunk)
     await engine.aclose()
     assert len(received) == 1 and caught.value.engine_status == 400
+
+
+def test_a_request_aborted_before_prefill_ends_with_abort_and_no_ids() -> None:
+    """SGLang answers a request aborted while queued with no `output_ids` and no logprobs at all."""
+    reply = {
+        "text": "",
+        "meta_info": {
+            "finish_reason": {"type": "abort", "message": "Abort before prefill"},
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        },
+    }
+    chunk = parse_reply(reply, already_received=0)
+    assert chunk.finish is not None and chunk.finish.kind is FinishKind.ABORT
+    assert chunk.finish.detail == "Abort before prefill" and len(chunk.ids) == 0 == len(chunk.logprobs)

@@ -12,7 +12,7 @@ from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
 from tests.engines.servers import free_port
 from tito.engines.factory import create_engine
 from tito.engines.protocol import Engine, FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
-from tito.engines.vllm import VLLMEngine, parse_finish
+from tito.engines.vllm import VLLMEngine, _usage, parse_finish
 from tito.errors import (
     ConfigurationError,
     EngineRequestError,
@@ -223,3 +223,8 @@ async def test_an_error_event_inside_the_stream_is_a_typed_error_with_its_code(v
         await collect_stream(engine.stream(request()), 0.0)
     await engine.aclose()
     assert caught.value.engine_status == 500
+
+
+def test_usage_with_null_counts_falls_back_to_the_prompt_length() -> None:
+    assert _usage({"prompt_tokens": None, "prompt_tokens_details": None}, 7) == (7, 0)
+    assert _usage({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}, 7) == (9, 4)

@@ -137,3 +137,11 @@ def test_one_type_name_of_no_known_meaning_leaves_the_value_unconstrained() -> N
     assert declared_types({"type": ["integer", "any"]}) == frozenset()
     assert typed_value("hello", {"type": "any"}).value == "hello"
     assert typed_value("[1]", {"type": "any"}).value == [1]
+
+
+def test_runaway_nesting_is_malformed_arguments_not_a_crash() -> None:
+    """A degenerate sample (`[[[[...` thousands deep) overflows the JSON decoder's recursion: an ArgumentError."""
+    with pytest.raises(ArgumentError):
+        json_object('{"x": ' + "[" * 5000 + "]}")
+    with pytest.raises(ArgumentError):
+        object_member_spans('{"x": ' + "[" * 5000 + "]}")

@@ -144,6 +144,11 @@ def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
     already_received` of `output_ids`.
     """
     meta = require(ENGINE, reply, "meta_info", "")
+    if isinstance(reply, dict) and "output_ids" not in reply:
+        # A request aborted before prefill (queued when its client left) ends with no ids at all.
+        finish = parse_finish_reason(meta.get("finish_reason"))
+        if finish is not None and finish.kind is FinishKind.ABORT:
+            return GenerationChunk(token_ids(), logprob_values(), finish, meta.get("prompt_tokens"), 0)
     output_ids = require(ENGINE, reply, "output_ids", "")
     triples = require(ENGINE, meta, "output_token_logprobs", "meta_info")
     total = meta.get("completion_tokens", already_received + len(output_ids))

@@ -119,8 +119,8 @@ class VLLMEngine:
             while True:
                 try:
                     event = await self._until_aborted(request.request_id, anext(events, None))
-                except _Aborted:
-                    yield GenerationChunk(token_ids(), logprob_values(), _ABORTED, len(request.prompt_ids))
+                except _Aborted:  # an abort after the finish (while the usage chunk was awaited) keeps the finish
+                    yield GenerationChunk(token_ids(), logprob_values(), finish or _ABORTED, len(request.prompt_ids))
                     return
                 if event is None:
                     break
@@ -293,4 +293,8 @@ def _usage(usage: Any, prompt_length: int) -> tuple[int, int]:
     if not isinstance(usage, dict):
         return prompt_length, 0
     details = usage.get("prompt_tokens_details") or {}
-    return int(usage.get("prompt_tokens", prompt_length)), int(details.get("cached_tokens") or 0)
+    prompt_tokens, cached_tokens = usage.get("prompt_tokens"), details.get("cached_tokens")
+    return (
+        prompt_tokens if isinstance(prompt_tokens, int) else prompt_length,
+        cached_tokens if isinstance(cached_tokens, int) else 0,
+    )

@@ -45,7 +45,7 @@ def object_member_spans(text: str) -> dict[str, tuple[Any, int, int]]:
     """
     try:
         return _member_spans(text)
-    except (ValueError, IndexError) as exc:
+    except (ValueError, IndexError, RecursionError) as exc:
         raise ArgumentError(f"not a JSON object: {exc}") from exc
 
 
@@ -90,7 +90,7 @@ def json_object(text: str) -> dict[str, Any]:
     """The JSON object `text` spells; raises ArgumentError when it is not one (the caller keeps the text)."""
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # runaway nesting in a degenerate sample is malformed, not a crash
         raise ArgumentError(f"arguments are not JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise ArgumentError(f"arguments are JSON {_JSON_TYPES.get(type(value), 'value')}, not an object")
@@ -205,7 +205,7 @@ def typed_value(text: str, schema: Mapping[str, Any] | None) -> TypedValue:
     stripped = text.strip()
     try:
         value = _stripped_json(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         if stripped in _PYTHON_LITERALS:
             value = _PYTHON_LITERALS[stripped]
         elif not types or "string" in types:

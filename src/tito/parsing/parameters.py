@@ -61,6 +61,6 @@ def _typed(parameter: Parameter, tools: ToolIndex, name: str) -> TypedValue:
     else:
         try:
             value = json.loads(parameter.text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ArgumentError(f'parameter {parameter.key!r}: string="false" but the text is not JSON: {exc}') from exc
     return TypedValue(value, type_mismatch(value, schema))

@@ -293,8 +293,8 @@ class LocalEngine:
         if token in sampling.stop_token_ids:
             return Finish(FinishKind.STOP, matched_token_id=token)
         if sampling.stop and self._decode is not None:
-            longest = max(len(stop) for stop in sampling.stop)
-            tail = self._decode(job.output_ids[-(longest + 2) :])
+            window = max(len(stop.encode()) for stop in sampling.stop) + 1  # every id decodes to at least one byte
+            tail = self._decode(job.output_ids[-window:])
             matched = next((stop for stop in sampling.stop if stop in tail), None)
             if matched is not None:
                 return Finish(FinishKind.STOP, matched_text=matched)
