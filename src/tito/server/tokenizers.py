@@ -9,6 +9,7 @@ Imports from tito: content_tokens, families, tokenizer, tokenizer_protocol.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,8 @@ from tito.tokenizer_protocol import Tokenizer
 
 
 class TokenizerPool:
-    """TitoTokenizers of one tokenizer and family, by effective kwargs and allowed roles."""
+    """TitoTokenizers of one tokenizer and family, by effective kwargs and allowed roles; the least recently used
+    beyond `capacity` are dropped (clients choose per-request kwargs, so the set of combinations is theirs)."""
 
     def __init__(
         self,
@@ -29,13 +31,15 @@ class TokenizerPool:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         allowed_append_roles: Sequence[str] | None = None,
         content_special_tokens: ContentSpecialTokens = None,
+        capacity: int = 64,
     ) -> None:
         self.tokenizer = tokenizer
+        self.capacity = capacity
         self.content_special_tokens = content_special_tokens
         self.launch_kwargs = dict(chat_template_kwargs or {})
         self.allowed_append_roles = tuple(allowed_append_roles) if allowed_append_roles is not None else None
         self._family = family
-        self._pool: dict[str, TitoTokenizer] = {}
+        self._pool: OrderedDict[str, TitoTokenizer] = OrderedDict()
         self.default = self.get()
 
     @property
@@ -55,7 +59,9 @@ class TokenizerPool:
         roles = tuple(allowed_append_roles) if allowed_append_roles is not None else self.allowed_append_roles
         key = json.dumps([kwargs, roles], sort_keys=True, default=str)
         found = self._pool.get(key)
-        if found is None:
+        if found is not None:
+            self._pool.move_to_end(key)
+        else:
             found = TitoTokenizer(
                 self.tokenizer,
                 get_family(self._family),
@@ -64,4 +70,6 @@ class TokenizerPool:
                 content_special_tokens=self.content_special_tokens,
             )
             self._pool[key] = found
+            while len(self._pool) > self.capacity:
+                self._pool.popitem(last=False)  # `default` stays referenced as an attribute
         return found
