@@ -51,7 +51,8 @@ def test_replaying_the_recorded_events_rebuilds_the_same_sessions() -> None:
     kinds = [type(event).__name__ for event in sink.events]
     assert kinds == ["SessionCreated", "TurnCommitted", "TurnCommitted", "TurnCommitted", "SamplesTaken"]
     replayed = SessionRegistry()
-    replayed.replay(sink.events)
+    for event in sink.events:
+        replayed.apply(event)
     a, b = live.get(sid).trajectory, replayed.get(sid).trajectory
     assert isinstance(a, LinearTrajectory) and isinstance(b, LinearTrajectory)
     assert a.describe() == b.describe() and len(a.turns()) == 2

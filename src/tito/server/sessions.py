@@ -1,9 +1,9 @@
 """Live sessions: each holds its config, trajectory, lock and idle clock; every change goes through an event.
 
-`SessionRegistry.apply(event)` is the one mutator, used live and by `replay(events)` on restart, so a
-replayed registry cannot differ from the live one. Live changes are applied, then handed to the `EventSink`
-(the journal, when enabled) before the reply leaves. The session lock covers check + apply + record only,
-never an engine call.
+`SessionRegistry.apply(event)` is the one mutator, used live and by the journal's restore on restart
+(server/journaling.py), so a replayed registry cannot differ from the live one. A live change is handed to the
+`EventSink` (the journal, when enabled) first and applied once it is recorded, so a failed write changes nothing;
+both happen before the reply leaves. The session lock covers check + record + apply only, never an engine call.
 
 Imports nothing from tito but errors, trajectory and server.errors.
 """
@@ -15,7 +15,7 @@ import dataclasses
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -190,11 +190,6 @@ class SessionRegistry:
             self._gone[event.session_id] = event.reason
             while len(self._gone) > _TOMBSTONES:
                 self._gone.popitem(last=False)
-
-    def replay(self, events: Iterable[SessionEvent]) -> None:
-        """Rebuild sessions from recorded events (a journal), through `apply`; idle clocks restart now."""
-        for event in events:
-            self.apply(event)
 
     @staticmethod
     def _expired(session: Session, now: float) -> bool:
