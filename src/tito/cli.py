@@ -1,7 +1,7 @@
 """`tito render | verify | serve | demo | journal`: the command line. Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
-malformed input file): one line on stderr. Tracebacks only with --debug.
+malformed input file, a missing extra): one line on stderr. Tracebacks only with --debug.
 Imports from tito: _version, conformance, content_tokens, engines, errors, families, family_tokenizer, journal,
 server, tokenizer, tokenizer_loading, trajectory.
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tito._version import package_version
 from tito.content_tokens import CONTENT_MODES
 from tito.errors import TitoError
+from tito.extras import missing_extra_line
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
 
@@ -386,7 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"tito: error: {exc}", file=sys.stderr)
         return 2
-    except (TitoError, OSError) as exc:
+    except (TitoError, OSError, ModuleNotFoundError) as exc:
+        if (missing := missing_extra_line(exc)) is not None:
+            print(f"tito: error: {missing}", file=sys.stderr)
+            return 2
+        if isinstance(exc, ModuleNotFoundError):
+            raise
         if args.debug:
             traceback.print_exc()
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
