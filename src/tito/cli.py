@@ -133,7 +133,7 @@ def _render(args: argparse.Namespace) -> int:
         if notice:
             print(notice)
         print(text)
-        print(f"--- {len(ids)} ids ---", file=sys.stderr)
+        print(f"--- {len(ids)} ids ---")
         print(" ".join(map(str, ids)))
     return 0
 
