@@ -202,6 +202,5 @@ def test_render_prints_text_separator_and_ids_all_on_stdout(tmp_path: Path, caps
     conversation.write_text(json.dumps([{"role": "user", "content": "Hi"}]))
     assert main(["render", "--family", "qwen3", str(conversation)]) == 0
     captured = capsys.readouterr()
-    text, separator, ids = captured.out.rsplit("\n", 3)[:3]
-    count = len(ids.split())
-    assert separator == f"--- {count} ids ---" and text.endswith("Hi<|im_end|>") and captured.err == ""
+    text, separator, ids = captured.out.rstrip("\n").rsplit("\n", 2)
+    assert separator == f"--- {len(ids.split())} ids ---" and text.endswith("Hi<|im_end|>\n") and captured.err == ""
