@@ -216,13 +216,16 @@ class _ListShapes(argparse.Action):
 
 def _serve(args: argparse.Namespace) -> int:
     import asyncio
-
-    import uvicorn
+    import logging
+    import os
 
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
+    from tito.server.running import bound_port, listening_socket, serve_on_socket
     from tito.trajectory.events import TrajectoryKind
 
+    if args.threads is not None and args.engine != "local":
+        raise UsageError(f"--threads sets the local engine's CPU threads; --engine {args.engine} has none to set")
     options = ServerOptions(
         family=args.family,
         chat_template_kwargs=args.chat_template_kwargs or {},
@@ -241,20 +244,24 @@ def _serve(args: argparse.Namespace) -> int:
         journal=Path(args.journal) if args.journal else None,
         journal_fsync=args.journal_fsync,
     )
-    if args.journal:
-        import logging
-
-        logging.basicConfig(level=logging.INFO, format="tito serve: %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
+    logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
     model_dir = Path(args.model) if args.model else None
     state = build_state(
         options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
-        instant_token_delay=args.instant_token_delay,
+        instant_token_delay=args.instant_token_delay, threads=args.threads,
     )  # fmt: skip
-    print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
-          f"({state.model_name}); agents use base_url http://{args.host}:{args.port}/sessions/<id>/v1",
-          file=sys.stderr)  # fmt: skip
     try:
-        uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="warning")
+        try:
+            sock = listening_socket(args.host, args.port)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            print(f"tito serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+            return 1
+        print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
+              f"({state.model_name}); agents use base_url http://{args.host}:{bound_port(sock)}/sessions/<id>/v1",
+              file=sys.stderr, flush=True)  # fmt: skip
+        serve_on_socket(create_app(state), sock, log_level="warning" if args.log_level == "info" else args.log_level)
     finally:
         asyncio.run(state.engine.aclose())
     return 0
@@ -320,6 +327,12 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--journal-fsync", choices=("always", "interval", "never"), default="always",
                        help="when the journal fsyncs: before each reply (always), every 50 ms (interval) or never "
                        "(the OS decides; survives a crash, not a power loss) [Default: always]")  # fmt: skip
+    serve.add_argument("--threads", type=int, metavar="N",
+                       help="local engine: torch's CPU threads; pass 1 on a shared or loaded CPU "
+                       "[Default: one per core]")  # fmt: skip
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                       help="log level; at info every request is one access-log line on stderr (session, route, "
+                       "status, prompt/output tokens, engine and tito milliseconds) [Default: info]")  # fmt: skip
     serve.add_argument("--debug", action="store_true", help="show tracebacks")
     serve.set_defaults(run=_serve)
 

