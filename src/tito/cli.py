@@ -2,7 +2,7 @@
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file, a missing extra): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, content_tokens, engines, errors, families, family_tokenizer, journal,
+Imports from tito: _version, conformance, content_tokens, engines, errors, extras, families, family_tokenizer, journal,
 server, tokenizer, tokenizer_loading, trajectory.
 """
 

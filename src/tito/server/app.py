@@ -34,6 +34,7 @@ from tito.server.completions import (
     prepare_turn,
     reply_body,
 )
+from tito.server.discovery import add_discovery_routes
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
@@ -146,10 +147,7 @@ def create_app(state: ServerState) -> FastAPI:
         metrics.live_sessions.set(len(registry))
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/models")
-    async def models() -> Response:
-        model = {"id": state.model_name, "object": "model", "created": 0, "owned_by": "tito"}
-        return json_response({"object": "list", "data": [model]})
+    add_discovery_routes(app, state)  # /v1/models (also per session), hints for session-less paths and GET /samples
 
     @app.post("/sessions")
     async def create_session(request: Request) -> Response:
