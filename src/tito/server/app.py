@@ -37,6 +37,7 @@ from tito.server.completions import (
 from tito.server.discovery import add_discovery_routes
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
 from tito.server.journaling import open_server_journal
+from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.samples import build_samples
@@ -98,6 +99,7 @@ def create_app(state: ServerState) -> FastAPI:
     options = state.options
     registry = state.registry
     metrics = state.metrics
+    tokenizer = state.tokenizers.tokenizer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -195,14 +197,18 @@ def create_app(state: ServerState) -> FastAPI:
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
-            return json_response(reply_body(prepared, state.model_name))
+            stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
+            return json_response(reply_body(prepared, state.model_name, stored))
         engine_started = time.monotonic()
         async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
             generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
         turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
         committed = await registry.commit(session, prepared.plan, turn)
-        reply = json_response(reply_body(committed or turn, state.model_name))
+        final = committed or turn
+        tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
+        logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
+        reply = json_response(reply_body(final, state.model_name, logprobs))
         metrics.observe_turn(
             len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
         )
