@@ -4,6 +4,7 @@ and a 400 naming the field where it cannot."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -75,6 +76,24 @@ def test_an_sdk_retry_of_a_committed_turn_gets_the_stored_logprobs(server: Serve
         f"/sessions/{session_id}/v1/chat/completions", json=body, headers={"x-stainless-retry-count": "1"}
     ).json()
     assert retried["id"] == first["id"] and retried["choices"][0]["logprobs"] == first["choices"][0]["logprobs"]
+
+
+def test_a_streamed_sdk_retry_of_a_committed_turn_streams_the_stored_logprobs_again(server: Server) -> None:
+    session_id = server.new_session()
+    url, body = f"/sessions/{session_id}/v1/chat/completions", {"messages": USER, "logprobs": True, "stream": True}
+
+    def streamed(headers: dict[str, str]) -> tuple[set[str], list[dict[str, Any]]]:
+        text = server.http.post(url, json=body, headers=headers).text
+        chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+        entries = [
+            e for c in chunks for choice in c["choices"] for e in (choice.get("logprobs") or {}).get("content", [])
+        ]
+        return {c["id"] for c in chunks}, entries
+
+    first = streamed({})
+    again = streamed({"x-stainless-retry-count": "1"})
+    assert again == first and len(first[0]) == 1, "the retry replays the committed turn (same response id)"
+    assert [e["logprob"] for e in again[1]] == sampled(server, session_id)[1]
 
 
 @pytest.mark.parametrize(

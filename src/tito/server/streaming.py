@@ -136,7 +136,8 @@ def streamed_reply(
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
     if isinstance(prepared, TurnCommitted):
-        return SseResponse(replay_committed(prepared, state.model_name, _include_usage(chat)))
+        stored = choice_logprobs(chat, state.tokenizers.tokenizer, prepared.output_ids, prepared.output_logprobs)
+        return SseResponse(replay_committed(prepared, state.model_name, _include_usage(chat), stored))
     return SseResponse(stream_turn(state, prepared, receive))
 
 
@@ -200,10 +201,13 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
         yield event
 
 
-async def replay_committed(turn: TurnCommitted, model: str, include_usage: bool) -> AsyncGenerator[bytes, None]:
-    """An SDK retry of a streamed turn that already committed: the committed message, streamed again."""
+async def replay_committed(
+    turn: TurnCommitted, model: str, include_usage: bool, logprobs: dict[str, Any] | None = None
+) -> AsyncGenerator[bytes, None]:
+    """An SDK retry of a streamed turn that already committed: the committed message (and its stored logprobs when
+    asked), streamed again."""
     encoder = ChunkEncoder(model, turn.response_id, int(turn.at))
-    yield encoder.chunk({"role": "assistant", "content": ""})
+    yield encoder.chunk({"role": "assistant", "content": ""}, logprobs=logprobs)
     message = turn.assistant
     delta = {key: message[key] for key in ("reasoning_content", "content") if message.get(key)}
     if message.get("tool_calls"):
