@@ -347,6 +347,7 @@ def _engine_args(args: argparse.Namespace) -> int:
     launch = engine_launch(
         get_family(args.family), args.engine, model=args.model, sizes=ParallelSizes(args.tp, args.dp, args.pp, args.ep),
         speculative=args.speculative, chat_template_kwargs=args.chat_template_kwargs, host=args.host, port=args.port,
+        draft_model=args.draft_model,
     )  # fmt: skip
     if args.json:
         print(json.dumps(launch.as_json()))
@@ -391,6 +392,8 @@ def _add_engine_commands(commands: Any) -> None:
         engine_args.add_argument(f"--{size}", type=int, default=1, metavar="N", help=f"{size} size [Default: 1]")
     engine_args.add_argument("--speculative", action="store_true",
                              help="add the family's speculative recipe (DeepSeek V3.2: EAGLE)")  # fmt: skip
+    engine_args.add_argument("--draft-model", default="<draft-model-path>", metavar="PATH",
+                             help="--speculative: the draft model [Default: a placeholder]")  # fmt: skip
     engine_args.add_argument("--chat-template-kwargs", **kwargs)
     engine_args.add_argument("--host", default="127.0.0.1", help="[Default: 127.0.0.1]")
     engine_args.add_argument("--port", type=int, default=None, help="[Default: SGLang 30000, vLLM 8000]")
