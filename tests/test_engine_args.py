@@ -152,3 +152,19 @@ def test_vllm_lines_parse_and_validate_with_vllms_own_serve_parser() -> None:
         fixed = FAMILIES[family].fixed_template
         assert template == (str(fixed.path) if fixed.path else None)
         assert json.loads(kwargs) == dict(fixed.extra_kwargs)
+
+
+def test_the_parser_table_in_docs_engines_md_is_the_registrys() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text(encoding="utf-8")
+    rows: dict[str, tuple[str, ...]] = {}
+    for line in doc.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 3 and " / " in cells[1] and cells[0] != "family":
+            for family in cells[0].split(", "):
+                rows[family] = (*cells[1].split(" / "), *cells[2].split(" / "))
+    expected = {
+        name: (*(recipe.sglang.reasoning, recipe.sglang.tool_call), *(recipe.vllm.reasoning, recipe.vllm.tool_call))
+        for name in fixed_families()
+        for recipe in [FAMILIES[name].engine_recipe]
+    }
+    assert rows == expected
