@@ -20,7 +20,7 @@ from tito.server.models import SamplesRequest
 from tito.trajectory.base import Trajectory
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.exports import PROJECTIONS, projection
-from tito.trajectory.samples import Sample, session_samples
+from tito.trajectory.samples import Sample, as_number, session_samples
 
 TITO_FORMATS = ("json", "safetensors")
 """tito's own encodings; every other format is a trainer's projection (`trajectory.exports`)."""
@@ -57,7 +57,7 @@ def build_samples(
     when the session has no committed turn, and SampleHookError (422) when a picker or post-processor breaks its
     contract."""
     metadata = {**(asked.metadata or {}), **server_metadata}
-    reward = asked.reward if asked.reward is not None else _number((asked.metadata or {}).get("reward"))
+    reward = asked.reward if asked.reward is not None else as_number((asked.metadata or {}).get("reward"))
     group_id = asked.group_id or session_group_id
     return session_samples(session_id, trajectory, asked.max_seq_len, reward, metadata, asked.rewards, group_id)
 
@@ -73,7 +73,3 @@ def samples_response(session_id: str, samples: Sequence[Sample], format: str) ->
         body = {"session_id": session_id, "format": format, "upstream": chosen.upstream,
                 "samples": chosen.export(samples)}  # fmt: skip
     return Response(orjson.dumps(body), media_type="application/json")
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

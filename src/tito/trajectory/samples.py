@@ -17,7 +17,7 @@ Imports nothing from tito but errors, trajectory.base, trajectory.events and tra
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,9 +180,9 @@ def _turn_span(span: SampledSpan, turn: TurnCommitted, rewards: Mapping[str, flo
         finish_reason=turn.finish_reason,
         weight_version=versions[-1] if versions else None,
         weight_versions=versions,
-        temperature=_number(sampling.get("temperature")),
+        temperature=as_number(sampling.get("temperature")),
         sampling=sampling,
-        request_timestamp=_number(facts.get(_REQUESTED_AT)),
+        request_timestamp=as_number(facts.get(_REQUESTED_AT)),
         completion_timestamp=turn.at,
         reward=rewards.get(turn.response_id),
     )
@@ -197,16 +197,23 @@ def _turn_facts(turn: TurnCommitted) -> dict[str, Any]:
 
 def _fold(turns: Sequence[TurnCommitted]) -> dict[str, Any]:
     """The lowest metadata layer: `FOLDED_KEYS` folded over the sample's turns."""
-    versions: list[str] = []
-    for turn in turns:
-        for version in turn.metadata.get("weight_versions") or ():
-            if not versions or versions[-1] != str(version):
-                versions.append(str(version))
+    versions = merged_versions(turn.metadata.get("weight_versions") or () for turn in turns)
     cached = sum(int(turn.metadata.get("cached_tokens") or 0) for turn in turns)
     return {"weight_versions": versions, "cached_tokens": cached}
 
 
-def _number(value: Any) -> float | None:
+def merged_versions(per_turn: Iterable[Iterable[Any]]) -> list[str]:
+    """The weight versions of consecutive turns as one list, in order, a version continued across turns once."""
+    versions: list[str] = []
+    for turn_versions in per_turn:
+        for version in map(str, turn_versions):
+            if not versions or versions[-1] != version:
+                versions.append(version)
+    return versions
+
+
+def as_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tito.trajectory.codec import SampleDecodeError, span_to_json
 from tito.trajectory.exports.common import TITO_KEY, JsonRecord, facts_in, prompt_length, rebuilt
-from tito.trajectory.samples import Sample
+from tito.trajectory.samples import Sample, merged_versions
 
 NAME = "miles"
 UPSTREAM = "miles 0.1.0 (radixark/miles@31f1ca9): miles.utils.types.Sample"
@@ -32,9 +32,6 @@ def export(samples: Sequence[Sample]) -> list[JsonRecord]:
 
 def _miles_sample(sample: Sample) -> JsonRecord:
     split = prompt_length(sample)
-    versions: list[str] = []
-    for span in sample.spans:
-        versions += [v for v in span.weight_versions if not versions or versions[-1] != v]
     tito = {"spans": [span_to_json(span) for span in sample.spans], "group_id": sample.group_id}
     return {
         "tokens": sample.tokens.tolist(),
@@ -43,7 +40,7 @@ def _miles_sample(sample: Sample) -> JsonRecord:
         "rollout_log_probs": sample.rollout_logprobs[split:].tolist(),
         "reward": sample.reward,
         "status": sample.status,
-        "weight_versions": versions,
+        "weight_versions": merged_versions(span.weight_versions for span in sample.spans),
         "metadata": {**sample.metadata, TITO_KEY: tito},
     }
 
