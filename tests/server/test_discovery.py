@@ -36,5 +36,6 @@ def test_get_on_samples_is_a_405_saying_to_post(server: Server) -> None:
     converse(server, session_id, [[{"role": "user", "content": "hi"}]])
     response = server.http.get(f"/sessions/{session_id}/samples")
     assert response.status_code == 405 and response.headers["allow"] == "POST"
-    assert f"POST /sessions/{session_id}/samples" in response.json()["error"]["message"]
+    message = response.json()["error"]["message"]
+    assert f"POST /sessions/{session_id}/samples" in message and "reward" in message and "max_seq_len" in message
     assert len(server.http.post(f"/sessions/{session_id}/samples").json()["samples"]) == 1

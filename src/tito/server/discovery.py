@@ -15,6 +15,7 @@ from fastapi.responses import Response
 
 from tito.errors import TitoError
 from tito.server.errors import error_body
+from tito.server.models import SamplesRequest
 from tito.server.state import ServerState
 
 SESSIONLESS_OPENAI_PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
@@ -57,9 +58,9 @@ def add_discovery_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/sessions/{session_id}/samples", include_in_schema=False)
     async def samples_by_get(session_id: str) -> Response:
+        fields = ", ".join(SamplesRequest.model_fields)
         error = UsePostError(
-            f"samples are taken with POST /sessions/{session_id}/samples (JSON body, every field optional: "
-            "max_seq_len, reward, metadata, format)"
+            f"samples are taken with POST /sessions/{session_id}/samples (JSON body, every field optional: {fields})"
         )
         headers = {"allow": "POST", "x-should-retry": "false"}
         body = orjson.dumps(error_body(error))
