@@ -4,12 +4,14 @@ options, read in process with the serving step replaced."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +140,15 @@ def test_a_busy_port_is_one_error_line_and_no_banner() -> None:
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
     assert "base_url" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.fixture(autouse=True)
+def _keep_tito_log_level() -> Iterator[None]:
+    """`tito serve` in process sets the `tito` logger's level (--log-level); later tests get it back as it was."""
+    logger = logging.getLogger("tito")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_them(

@@ -246,13 +246,13 @@ def _serve(args: argparse.Namespace) -> int:
         journal=Path(args.journal) if args.journal else None,
         journal_fsync=args.journal_fsync,
     )
-    logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
-    logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
     model_dir = Path(args.model) if args.model else None
     state = build_state(
         options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
         instant_token_delay=args.instant_token_delay, threads=args.threads,
     )  # fmt: skip
+    logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
+    logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
     try:
         try:
             sock = listening_socket(args.host, args.port)
