@@ -93,8 +93,9 @@ class SessionRegistry:
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions.values()))
 
-    def get(self, session_id: str) -> Session:
-        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock.
+    def get(self, session_id: str, touch: bool = True) -> Session:
+        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock
+        (unless `touch` is False: a reader such as the inspector does not keep a session alive).
 
         An expired session not yet swept answers 410 here; the sweeper records its deletion (an event, so the
         journal sees it), never this synchronous lookup."""
@@ -104,7 +105,8 @@ class SessionRegistry:
             if reason is not None:
                 raise SessionGoneError(f"session {session_id} was {reason}; open a new one with POST /sessions")
             raise SessionNotFoundError(f"no session {session_id!r}; open one with POST /sessions")
-        session.last_used = time.monotonic()
+        if touch:
+            session.last_used = time.monotonic()
         return session
 
     def is_live(self, session: Session) -> bool:
