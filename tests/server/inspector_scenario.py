@@ -43,8 +43,8 @@ class TreeScenario:
 
 
 def tree_session(server: Server) -> TreeScenario:
-    """Nodes: 0 (q1 -> tool calls), 1 (tool result -> answer, then retried as 2), 3 (q3 after 2), 4 (q1 rewritten:
-    a second root-level branch? no: a sibling of 1's path from node 0)."""
+    """Node 0 answers the question with two tool-call attempts; 1 answers the tool result and is retried as 2 (1 is
+    superseded); 3 continues from 2; 4 branches from 0 with a different follow-up. Kept leaves: 3 and 4."""
     session_id = server.new_session(trajectory="tree")
     sdk = client(server, session_id)
     tokenizer = server.state.tokenizers.tokenizer

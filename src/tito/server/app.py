@@ -218,7 +218,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata)
-        await registry.samples_taken(session)
+        await registry.samples_taken(session, built[0].reward)
         wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
         if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):
             return Response(encode_safetensors(built), media_type=SAFETENSORS_MEDIA_TYPE)

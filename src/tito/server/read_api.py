@@ -70,6 +70,8 @@ class LiveSessions:
             turns=[node.turn for node in trajectory.store],
             created_at=session.created_at,
             last_activity=time.time() - idle,
+            samples_taken=session.samples_taken,
+            reward=session.reward,
             tito_tokenizer=self.state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles),
             pieces=self._pieces,
         )

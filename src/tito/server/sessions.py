@@ -59,6 +59,10 @@ class Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     deleted: bool = False
     """True once the session is deleted or expired."""
+    samples_taken: int = 0
+    """How many times its samples were taken (`SamplesTaken` events)."""
+    reward: float | None = None
+    """The reward the trainer posted with its latest samples request; memory only (the journal records no reward)."""
     deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
     """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
     callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""
@@ -149,12 +153,14 @@ class SessionRegistry:
             await self.sink.record(event)
             self.apply(event)
 
-    async def samples_taken(self, session: Session) -> None:
+    async def samples_taken(self, session: Session, reward: float | None = None) -> None:
         async with session.lock:
             self._check_live(session)
             event = SamplesTaken(session.session_id, time.time())
             await self.sink.record(event)
             self.apply(event)
+            if reward is not None:
+                session.reward = reward
 
     async def evict_expired(self) -> list[str]:
         """Delete every session idle past its TTL (never one with a turn in flight); returns their ids."""
@@ -185,6 +191,8 @@ class SessionRegistry:
             )
         elif isinstance(event, TurnCommitted):
             self._sessions[event.session_id].trajectory.apply(event)
+        elif isinstance(event, SamplesTaken):
+            self._sessions[event.session_id].samples_taken += 1
         elif isinstance(event, SessionDeleted):
             deleted = self._sessions.pop(event.session_id, None)
             if deleted is not None:

@@ -211,7 +211,9 @@ function sessionHtml(session) {
     node.children.forEach((child) => visit(child, indent + (branching ? 1 : 0)));
   };
   tree.roots.forEach((root) => visit(root, tree.roots.length > 1 ? 1 : 0));
-  const rows = order.map(([node, indent]) => {
+  const rows = order.map(([node, indent], position) => {
+    const above = position > 0 ? order[position - 1][0].node_id : null;
+    const from = `<span class="from">${node.parent_id !== null && node.parent_id !== above ? '↳ #' + node.parent_id : ''}</span>`;
     const weights = node.weight_versions && node.weight_versions.length ? node.weight_versions.join(',') : '–';
     const engine = node.timings && node.timings.engine != null ? `${(node.timings.engine * 1000).toFixed(0)} ms` : '–';
     const roles = `${node.appended_roles.join(' + ') || '(none)'} → ${node.role}`;
@@ -219,7 +221,7 @@ function sessionHtml(session) {
       <div class="node ${node.fate} ${node.active ? 'active' : ''}" data-node="${node.node_id}" data-fate="${node.fate}"
            title="weight version ${esc(weights)} · engine ${engine} · committed ${new Date(node.committed_at * 1000).toISOString()}">
         <span class="indent" style="width:${indent * 22}px"></span>
-        <span class="id">#${node.node_id}</span>
+        <span class="id">#${node.node_id}</span>${from}
         <span class="roles">${esc(roles)}</span>
         <span class="badge">${esc(node.finish_reason)}</span>
         <span class="badge ${node.fate}">${node.fate}</span>
