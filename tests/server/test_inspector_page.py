@@ -7,6 +7,7 @@ dialog; a 32k-token turn keeps only visible rows in the DOM. Screenshots go to t
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +19,16 @@ from tests.server.conftest import Server, ServerFactory
 from tests.server.inspector_scenario import TreeScenario, linear_session, tree_session, user
 from tests.server.test_completions import client
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (pip: playwright)")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("no chromium on PATH (Debian: apt-get install chromium)", allow_module_level=True)
+if os.environ.get("TITO_REQUIRE_BROWSER"):  # .ci/run: a missing browser fails rather than skips
+    import playwright.sync_api as sync_api
+
+    CHROMIUM = shutil.which("chromium")
+    assert CHROMIUM is not None, "TITO_REQUIRE_BROWSER is set but there is no chromium on PATH"
+else:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+    CHROMIUM = shutil.which("chromium")
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install chromium)", allow_module_level=True)
 
 pytestmark = pytest.mark.browser
 CHROMIUM_ARGS = [
@@ -111,7 +118,9 @@ def test_a_tree_session_shows_the_retry_the_branch_and_the_kept_leaves(
     page.goto(f"{server.url}/ui")
     page.click(f"tr[data-id='{scenario.session_id}']")
     page.wait_for_selector(".node[data-node='4']")
-    fates = {int(row.get_attribute("data-node")): row.get_attribute("data-fate") for row in page.query_selector_all(".node")}
+    fates = {
+        int(row.get_attribute("data-node")): row.get_attribute("data-fate") for row in page.query_selector_all(".node")
+    }
     assert fates == {0: "kept", 1: "dropped", 2: "kept", 3: "kept", 4: "kept"}
     kept_leaves = sorted(int(row.get_attribute("data-node")) for row in page.query_selector_all(".node:has(.leaf)"))
     assert kept_leaves == sorted(samples_by_leaf(server, scenario.session_id)) == [3, 4]

@@ -1,9 +1,10 @@
 """The read API: `GET /sessions`, `GET /sessions/{id}`, `GET /sessions/{id}/turns/{node}`, over a `SessionSource`.
 
 `tito serve` reads its live sessions (`LiveSessions`: the list, the turns and `?touch=false` leave a session's idle
-clock alone, so a page polling it does not keep it alive); `tito inspect` reads a journal (`JournalSessions`, re-replayed when its files change, so a
-journal a server is still writing updates too). Both answer through `tito.server.inspection`, so a program and the
-page see the same JSON. The routes sit behind the app's API-key rule like every other data route.
+clock alone, so a page polling it does not keep it alive); `tito inspect` reads a journal (`JournalSessions`,
+replayed again when its files change, so a journal a server is still writing updates too). Both answer through
+`tito.server.inspection`, so a program and the page see the same JSON. The routes sit behind the app's API-key
+rule like every other data route.
 
 Imports from tito: errors, journal, server (its modules), tokenizer, trajectory.
 """
