@@ -347,11 +347,13 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _add_inspect_command(commands: Any) -> None:
     inspect = commands.add_parser(
-        "inspect", help="browse a journal's sessions, trees and tokens in the browser (offline, read-only)",
+        "inspect", help="browse a journal's (or a samples export's) sessions, trees and tokens in the browser, offline",
         epilog="example: tito inspect /var/lib/tito/journal --family qwen3 --port 8100, then open "
         "http://127.0.0.1:8100/ui",
     )  # fmt: skip
-    inspect.add_argument("directory", metavar="JOURNAL_DIR", help="a journal directory (tito serve --journal DIR)")
+    inspect.add_argument("directory", metavar="JOURNAL_DIR_OR_EXPORT",
+                         help="a journal directory (tito serve --journal DIR) or a file of tito journal export "
+                         "(jsonl or .safetensors)")  # fmt: skip
     inspect.add_argument(
         "--family", "--tito-model", dest="family", choices=[*list_families(), *FAMILY_ALIASES], metavar="FAMILY",
         help="the sessions' model family: text pieces, junction ids, parse statuses [Default: none, ids only]",

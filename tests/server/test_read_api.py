@@ -20,6 +20,8 @@ import pytest
 from tests.server.conftest import Server, ServerFactory, running_server
 from tests.server.inspector_scenario import TreeScenario, linear_session, tree_session, user
 from tests.server.test_completions import as_message, client
+from tito.journal.export import encode, export_samples
+from tito.server.export_sessions import ExportFileError, ExportSessions
 from tito.server.inspect_command import build_inspect_app
 from tito.server.read_api import JournalSessions
 from tito.server.running import serve_in_thread
@@ -242,3 +244,40 @@ def test_tito_inspect_refuses_a_directory_that_is_not_a_journal(tmp_path: Path) 
         [sys.executable, "-m", "tito", "inspect", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1 and "no journal directory" in done.stderr
+
+
+@pytest.mark.parametrize("format", ["jsonl", "safetensors"])
+def test_tito_inspect_over_an_export_shows_each_kept_leaf_exactly_as_exported(
+    qwen3_tokenizer: LocalTokenizer, tmp_path: Path, format: str
+) -> None:
+    journal = tmp_path / "journal"
+    with running_server(qwen3_tokenizer, journal=journal) as server:
+        scenario = tree_session(server)
+        linear_id = linear_session(server, turns=2)
+    samples, damage = export_samples(journal, time.time(), include_live=True)
+    assert damage is None
+    exported = tmp_path / f"samples.{format}"
+    exported.write_bytes(encode(samples, format))
+    source = ExportSessions(exported, get_tito_tokenizer(qwen3_tokenizer, "qwen3"))
+    with serve_in_thread(build_inspect_app(source)) as url, httpx.Client(base_url=url) as offline:
+        rows = {row["session_id"]: row for row in offline.get("/sessions").json()["sessions"]}
+        assert {key: rows[key]["samples_taken"] for key in rows} == {scenario.session_id: 2, linear_id: 1}
+        tree = offline.get(f"/sessions/{scenario.session_id}").json()["tree"]
+        assert tree["kept_leaves"] == [3, 4]  # the superseded retry is in no sample, so not in the export
+        assert [(node["node_id"], node["parent_id"]) for node in tree["nodes"]] == [(0, None), (2, 0), (3, 2), (4, 0)]
+        for sample in samples:
+            leaf = sample.metadata["turns"][-1]["node_id"]
+            turn = offline.get(f"/sessions/{sample.metadata['session_id']}/turns/{leaf}").json()
+            assert turn["tokens"]["ids"] == sample.tokens.tolist()
+            assert turn["tokens"]["loss_mask"] == sample.loss_mask.tolist()
+            assert "".join(turn["tokens"]["pieces"]) == qwen3_tokenizer.decode(sample.tokens.tolist())
+            assert turn["messages"][-1]["message"]["role"] == "assistant"
+        first = offline.get(f"/sessions/{scenario.session_id}/turns/0").json()
+        assert [a["status"] for a in first["tool_call_attempts"]] == ["ok", "invalid_arguments"]
+
+
+def test_an_export_line_that_is_not_a_sample_is_named(tmp_path: Path) -> None:
+    exported = tmp_path / "samples.jsonl"
+    exported.write_text('{"tokens": [1]}\n', encoding="utf-8")
+    with pytest.raises(ExportFileError, match=r"samples.jsonl line 1: .*KeyError"):
+        ExportSessions(exported)

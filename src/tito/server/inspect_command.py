@@ -1,7 +1,8 @@
-"""`tito inspect JOURNAL_DIR` (its options are in cli.py): the page and the read API over a journal, offline.
+"""`tito inspect JOURNAL_DIR|EXPORT_FILE` (options in cli.py): the page and the read API over a journal, offline.
 
 No engine and no session server: the journal is replayed (again whenever its files change, so a journal that a
-running server writes shows new turns), never locked or repaired. With `--family` (and `--tokenizer`) the turn
+running server writes shows new turns), never locked or repaired; a samples export (`tito journal export`) is read
+once (`tito.server.export_sessions`). With `--family` (and `--tokenizer`) the turn
 view shows text pieces, junction ids and tool-call parse statuses; without, ids only.
 
 Imports from tito: errors, family_tokenizer, server (its modules), tokenizer, tokenizer_loading.
@@ -21,6 +22,7 @@ from fastapi.responses import Response
 from tito.errors import TitoError
 from tito.server.app import ApiKeyMiddleware, error_response
 from tito.server.errors import error_body
+from tito.server.export_sessions import ExportSessions
 from tito.server.metrics import ServerMetrics
 from tito.server.read_api import JournalSessions, SessionSource, add_read_routes
 from tito.server.running import serve_in_thread
@@ -56,7 +58,10 @@ def _tito_tokenizer(family: str | None, tokenizer: str | None) -> TitoTokenizer 
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    source = JournalSessions(Path(args.directory), _tito_tokenizer(args.family, args.tokenizer))
+    path, tito_tokenizer = Path(args.directory), _tito_tokenizer(args.family, args.tokenizer)
+    source: JournalSessions | ExportSessions = (
+        ExportSessions(path, tito_tokenizer) if path.is_file() else JournalSessions(path, tito_tokenizer)
+    )
     source.sessions()  # a damaged or foreign journal fails here, before the URL is printed
     if source.damage is not None:
         print(f"tito inspect: the journal is damaged ({source.damage}); showing the records before it",
