@@ -54,15 +54,17 @@ class LiveSessions:
         self._pieces: dict[int, str] = {}
 
     def sessions(self) -> list[InspectedSession]:
-        return [self._inspected(session) for session in self.state.registry]
+        return [self._inspected(session, with_tokenizer=False) for session in self.state.registry]
 
     def session(self, session_id: str, touch: bool = False) -> InspectedSession:
         return self._inspected(self.state.registry.get(session_id, touch=touch))
 
-    def _inspected(self, session: Session) -> InspectedSession:
+    def _inspected(self, session: Session, with_tokenizer: bool = True) -> InspectedSession:
+        """The session as the inspector reads it; the list's rows need no tokenizer (a pool lookup per session)."""
         trajectory = session.trajectory
         idle = time.monotonic() - session.last_used
         config = session.config
+        pool = self.state.tokenizers
         return InspectedSession(
             session_id=session.session_id,
             status="generating" if session.deletion_callbacks else "live",
@@ -73,7 +75,9 @@ class LiveSessions:
             last_activity=time.time() - idle,
             samples_taken=session.samples_taken,
             reward=session.reward,
-            tito_tokenizer=self.state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles),
+            tito_tokenizer=(
+                pool.get(config.chat_template_kwargs, None, config.allowed_append_roles) if with_tokenizer else None
+            ),
             pieces=self._pieces,
         )
 

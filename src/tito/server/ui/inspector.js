@@ -110,7 +110,7 @@ async function showList(version) {
   view.innerHTML = `
     <div class="toolbar">
       <input id="filter" type="search" placeholder="filter by id, status, kind" value="${esc(listState.filter)}">
-      <select id="status-filter">${['', 'live', 'generating', 'deleted', 'expired'].map((s) =>
+      <select id="status-filter">${['', 'live', 'generating', 'deleted', 'expired', 'exported'].map((s) =>
         `<option value="${s}" ${s === listState.status ? 'selected' : ''}>${s || 'any status'}</option>`).join('')}</select>
       <select id="kind-filter">${['', 'linear', 'tree'].map((s) =>
         `<option value="${s}" ${s === listState.kind ? 'selected' : ''}>${s || 'any kind'}</option>`).join('')}</select>
