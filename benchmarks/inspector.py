@@ -10,7 +10,7 @@ instant engine scripted to answer that many ids), commits the turn, and measures
 and the number of token elements the page holds. Target (issue 20): a 32k-token turn renders in under 1 s.
 
 Run from the repository root (Debian `chromium` and `playwright` installed):
-  PYTHONPATH=src:. python benchmarks/inspector.py [--tokens 1000 8000 32000] [--rounds 3]
+  PYTHONPATH=src python benchmarks/inspector.py [--tokens 1000 8000 32000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ def main() -> None:
     met = longest["page"] < TARGET_MS
     print(f"{longest['tokens']}-token turn rendered in {longest['page']:.0f} ms (target < {TARGET_MS:.0f} ms): "
           f"{'met' if met else 'NOT met'}")  # fmt: skip
+    if not met:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
