@@ -252,6 +252,7 @@ def test_tito_inspect_over_an_export_shows_each_kept_leaf_exactly_as_exported(
     qwen3_tokenizer: LocalTokenizer, tmp_path: Path, format: str
 ) -> None:
     journal = tmp_path / "journal"
+    started = time.time()
     with running_server(qwen3_tokenizer, journal=journal) as server:
         scenario = tree_session(server)
         linear_id = linear_session(server, turns=2)
@@ -263,6 +264,7 @@ def test_tito_inspect_over_an_export_shows_each_kept_leaf_exactly_as_exported(
     with serve_in_thread(build_inspect_app(source)) as url, httpx.Client(base_url=url) as offline:
         rows = {row["session_id"]: row for row in offline.get("/sessions").json()["sessions"]}
         assert {key: rows[key]["samples_taken"] for key in rows} == {scenario.session_id: 2, linear_id: 1}
+        assert all(started <= row["last_activity"] <= time.time() for row in rows.values())  # the spans' commit times
         tree = offline.get(f"/sessions/{scenario.session_id}").json()["tree"]
         assert tree["kept_leaves"] == [3, 4]  # the superseded retry is in no sample, so not in the export
         assert [(node["node_id"], node["parent_id"]) for node in tree["nodes"]] == [(0, None), (2, 0), (3, 2), (4, 0)]
