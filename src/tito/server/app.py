@@ -164,6 +164,7 @@ def create_app(state: ServerState) -> FastAPI:
             allowed_append_roles=roles,
             max_nodes=_at_most(asked.max_nodes, options.max_nodes),
             strict_append_only=options.strict_append_only if strict is None else strict,
+            matcher=asked.matcher or options.matcher,
             sample_picker=options.sample_picker,
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
@@ -176,7 +177,13 @@ def create_app(state: ServerState) -> FastAPI:
     @app.get("/sessions/{session_id}")
     async def describe_session(session_id: str) -> Response:
         session = registry.get(session_id)
-        body = {"session_id": session_id, "status": "live", **session.trajectory.describe()}
+        body = {
+            "session_id": session_id,
+            "status": "live",
+            "matcher": session.config.matcher,
+            "resends": session.resends.as_json(),
+            **session.trajectory.describe(),
+        }
         return json_response(body)
 
     @app.delete("/sessions/{session_id}")

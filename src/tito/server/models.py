@@ -58,6 +58,8 @@ class SessionRequest(BaseModel):
     """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
     strict_append_only: bool | None = None
     """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
+    matcher: Literal["strict", "harness"] | None = None
+    """How a resent conversation must match the stored one (`tito.matching`); None: the server's `--matcher`."""
 
 
 class SamplesRequest(BaseModel):
