@@ -58,6 +58,8 @@ class Episode:
     samples: list[dict[str, Any]] = field(default_factory=list)
     resends: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    prompts: list[list[int]] = field(default_factory=list)
+    """The prompt ids the engine got for each call, in order."""
 
     @property
     def sampled_ids(self) -> list[int]:
@@ -65,6 +67,11 @@ class Episode:
 
     def trained_ids(self) -> list[list[int]]:
         return [[t for t, m in zip(s["tokens"], s["loss_mask"], strict=True) if m] for s in self.samples]
+
+    def prompts_keep_the_stored_ids(self) -> bool:
+        """Each prompt starts with the previous prompt and the ids sampled from it, verbatim (nothing re-rendered)."""
+        pairs = zip(self.prompts, self.prompts[1:], self.scripted, strict=False)
+        return all(later[: len(earlier) + len(sampled)] == [*earlier, *sampled] for earlier, later, sampled in pairs)
 
     @property
     def kept_whole(self) -> bool:
@@ -138,6 +145,7 @@ class EpisodeRunner:
             episode.error = f"{type(exc).__name__}: {exc}"
         finally:
             server.engine.replies.clear()
+        episode.prompts = [list(r.prompt_ids) for r in server.engine.requests if r.session_id == session_id]
         described = server.http.get(f"/sessions/{session_id}")
         assert described.status_code == 200, described.text
         episode.resends = described.json()["resends"]
@@ -176,6 +184,7 @@ def test_every_episode_is_one_sample_holding_every_sampled_id(
     assert episode.error is None, f"{framework.name} failed against tito: {episode.error}"
     assert len(episode.samples) == 1, f"{len(episode.samples)} samples: the resends did not attach to the stored turns"
     assert episode.trained_ids() == [episode.sampled_ids], "a sampled id is missing from the trained ids"
+    assert len(episode.prompts) == len(episode.scripted) and episode.prompts_keep_the_stored_ids()
     resends = episode.resends
     assert resends["failed"] == resends["branched"] == 0
     assert resends["matched_exactly"] + resends["matched_by_policy"] == len(episode.scripted) - 1
