@@ -154,6 +154,11 @@ HARNESS_REFUSES = [
         id="other-tool",
     ),
     pytest.param(resent(content="I will call f."), "content", id="added-content"),
+    pytest.param(
+        resent(call={"function": {"name": "f", "arguments": '{"a": 1, "b": 1}'}}),
+        "tool_calls[0].function.arguments",
+        id="bool-is-not-a-number",
+    ),
     pytest.param({**resent(), "tool_calls": []}, "tool_calls", id="dropped-call"),
 ]
 

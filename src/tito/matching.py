@@ -15,6 +15,7 @@ Imports nothing from tito but errors.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,12 +46,33 @@ def _calls(message: Message) -> list[Mapping[str, Any]]:
 
 
 def _arguments_as_json(arguments: Any) -> Any:
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except json.JSONDecodeError:
-            return arguments
-    return arguments
+    """The arguments' JSON value (text that is not JSON stays text); read-only: parsed text is cached."""
+    return _parsed_arguments(arguments) if isinstance(arguments, str) else arguments
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_arguments(text: str) -> Any:
+    """Cached: a framework resends every stored call on every turn, respelled the same way each time."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equal as JSON values: as Python's `==`, except that a boolean equals only a boolean (`true` is not `1`)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_json_equal(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_json_equal, a, b))
+    return bool(a == b)
+
+
+@functools.lru_cache(maxsize=4096)
+def _arguments_key(text: str) -> Hashable:
+    return _frozen(_parsed_arguments(text))
 
 
 def _compare_tool_calls(stored: Message, sent: Message, arguments_equal: Callable[[Any, Any], bool]) -> str | None:
@@ -74,7 +96,7 @@ def strict_message_matches(stored: Message, sent: Message) -> str | None:
 def loose_tool_call_message_matches(stored: Message, sent: Message) -> str | None:
     """As strict, but tool-call arguments compare as JSON values (`{"a":1}` matches `{"a": 1}`)."""
     return _compare_fields(stored, sent) or _compare_tool_calls(
-        stored, sent, lambda a, b: _arguments_as_json(a) == _arguments_as_json(b)
+        stored, sent, lambda a, b: _json_equal(_arguments_as_json(a), _arguments_as_json(b))
     )
 
 
@@ -172,10 +194,14 @@ class MatchingPolicy:
 
     Callable as a plain `MessageMatcher` (one message, nothing carried between messages)."""
 
-    def __init__(self, name: str, compare: PolicyComparison, key: Callable[[Message], Hashable]) -> None:
+    def __init__(
+        self, name: str, compare: PolicyComparison, key: Callable[[Message], Hashable], key_decides: bool = False
+    ) -> None:
         self.name = name
         self.compare = compare
         self.key = key
+        self.key_decides = key_decides
+        """Equal keys mean a match (and record nothing): an indexed lookup need not compare."""
 
     def __call__(self, stored: Message, sent: Message) -> str | None:
         return self.compare(stored, sent, ResendMatch())
@@ -230,7 +256,7 @@ def _harness_compare(stored: Message, sent: Message, found: ResendMatch) -> str 
         if fa.get("name") != fb.get("name"):
             return f"tool_calls[{i}].function.name"
         if fa.get("arguments") != fb.get("arguments"):
-            if _arguments_as_json(fa.get("arguments")) != _arguments_as_json(fb.get("arguments")):
+            if not _json_equal(_arguments_as_json(fa.get("arguments")), _arguments_as_json(fb.get("arguments"))):
                 return f"tool_calls[{i}].function.arguments"
             found.rules.add("arguments_as_json")
         stored_id, sent_id = a.get("id"), b.get("id")
@@ -244,10 +270,14 @@ def harness_match_key(message: Message) -> Hashable:
     arguments' spelling left out); the comparison then decides."""
     fields = tuple(_frozen(_empty_to_none(message.get(name))) for name in ("role", "content", "name"))
     calls = tuple(
-        (_frozen(function.get("name")), _frozen(_arguments_as_json(function.get("arguments"))))
+        (_frozen(function.get("name")), _frozen_arguments(function.get("arguments")))
         for function in ((call.get("function") or {}) for call in _calls(message))
     )
     return fields, calls
+
+
+def _frozen_arguments(arguments: Any) -> Hashable:
+    return _arguments_key(arguments) if isinstance(arguments, str) else _frozen(arguments)
 
 
 def _strict_compare(stored: Message, sent: Message, found: ResendMatch) -> str | None:
@@ -255,7 +285,7 @@ def _strict_compare(stored: Message, sent: Message, found: ResendMatch) -> str |
 
 
 MATCHING_POLICIES: Mapping[str, MatchingPolicy] = {
-    "strict": MatchingPolicy("strict", _strict_compare, strict_match_key),
+    "strict": MatchingPolicy("strict", _strict_compare, strict_match_key, key_decides=True),
     "harness": MatchingPolicy("harness", _harness_compare, harness_match_key),
 }
 """The policies a session picks by name (`tito serve --matcher`, `POST /sessions {"matcher": ...}`)."""

@@ -149,13 +149,25 @@ class TreeTrajectory:
                     turn = self.store.get(node_id).turn
                     if parent_id is None and not _same_tools(turn.tools, tools):
                         continue
-                    trial = found.copy()
-                    stored = (*turn.request_messages, turn.assistant)
-                    if self.matcher.match_prefix(stored, messages[offset : reply + 1], trial) is None:
+                    trial = self._match_turn(turn, messages[offset:reply], messages[reply], found)
+                    if trial is not None:
                         if best is None or (reply + 1, node_id) > best:
                             best, best_found = (reply + 1, node_id), trial
                         pending.append((node_id, reply + 1, trial))
         return (None, ResendMatch()) if best is None else (best[1], best_found)
+
+    def _match_turn(
+        self, turn: TurnCommitted, request: Sequence[Message], reply: Message, found: ResendMatch
+    ) -> ResendMatch | None:
+        """What matching `turn` (its request messages, then its assistant, whose key already matched `reply`) adds to
+        `found`: `found` itself when nothing (the common case, no copy), a copy with the rules used, or None."""
+        pairing = "call_ids_regenerated" in found.rules  # then a resend's tool messages differ from the stored ones
+        same_request = not pairing and list(request) == list(turn.request_messages)  # decided in C
+        if same_request and (self.matcher.key_decides or reply == turn.assistant):
+            return found
+        trial = found.copy()
+        matched = self.matcher.match_prefix((*turn.request_messages, turn.assistant), [*request, reply], trial)
+        return trial if matched is None else None
 
     def _strict_attach_point(
         self, messages: Sequence[Message], tools: Sequence[Message] | None
