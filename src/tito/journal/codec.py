@@ -160,6 +160,7 @@ def _config_to_json(config: SessionConfig) -> dict[str, Any]:
         "sample_picker": config.sample_picker,
         "sample_postprocessor": config.sample_postprocessor,
         "matcher": config.matcher,
+        "group_id": config.group_id,
     }
 
 
@@ -175,6 +176,7 @@ def _config_from_json(data: dict[str, Any]) -> SessionConfig:
         sample_picker=data["sample_picker"],
         sample_postprocessor=data["sample_postprocessor"],
         matcher=data.get("matcher", "strict"),  # absent in journals written before policies existed: strict then
+        group_id=data.get("group_id"),  # absent in journals written before sessions had groups
     )
 
 

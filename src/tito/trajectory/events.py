@@ -46,6 +46,8 @@ class SessionConfig:
     matcher: str = "strict"
     """The matching policy a resent conversation is checked with (`tito.matching.MATCHING_POLICIES`): `strict`, or
     `harness` (what agent frameworks drop or reformat still attaches). `tito serve` defaults to `harness`."""
+    group_id: str | None = None
+    """Carried on every sample (GRPO-style trainers group one prompt's sessions by it); None: no group."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,12 @@ class TurnCommitted:
     finish_reason: str
     """OpenAI's: `stop`, `length`, `tool_calls`."""
     response_id: str
-    """`chatcmpl-...`, the reply's id."""
+    """The id of the reply the agent got (`chatcmpl-...` or its dialect's own): what samples' `rewards` keys name."""
     request_fingerprint: str
     """Digest of the request body: an SDK retry of a committed request returns this turn instead of sampling."""
     metadata: Mapping[str, Any]
     """Per-turn facts for the sample: engine finish, timings, cached tokens, weight versions, sampling parameters,
-    invalid tool calls, the engine's logprob semantics. JSON-serialisable."""
+    invalid tool calls, the engine's logprob semantics, `requested_at` (wall-clock). JSON-serialisable."""
     at: float
 
 
