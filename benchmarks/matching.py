@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import json
-import time
 from array import array
-from collections.abc import Callable
 from typing import Any
 
 from tito.trajectory import create_trajectory
 from tito.trajectory.base import Trajectory
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
+from tree import best_of_each  # benchmarks/tree.py, beside this script
 
 TARGET_PLAN_MS = 2.0
 SENTENCE = "The agent read the failing test, found the junction bug and patched the template again. "
@@ -76,22 +74,6 @@ def build(kind: TrajectoryKind, matcher: str, turns: int) -> tuple[Trajectory, l
         )  # fmt: skip
         messages = [*messages, reply(i), tool_result(i)]
     return trajectory, messages
-
-
-def best_of_each(fns: dict[str, Callable[[], object]], rounds: int = 20, repeat: int = 5) -> dict[str, float]:
-    """Best per-call seconds of each, rounds interleaved so load on the machine hits all alike; gc paused."""
-    best = dict.fromkeys(fns, float("inf"))
-    gc.disable()
-    try:
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                start = time.perf_counter()
-                for _ in range(repeat):
-                    fn()
-                best[name] = min(best[name], (time.perf_counter() - start) / repeat)
-    finally:
-        gc.enable()
-    return best
 
 
 def plan_times(kind: TrajectoryKind, turns: int) -> dict[str, float]:

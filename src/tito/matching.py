@@ -248,17 +248,19 @@ def _harness_compare(stored: Message, sent: Message, found: ResendMatch) -> str 
         found.rules.add("reasoning_dropped")
     elif stored_reasoning != sent_reasoning:
         return "reasoning_content"
-    stored_calls, sent_calls = _calls(stored), _calls(sent)
-    if len(stored_calls) != len(sent_calls):
-        return "tool_calls"
-    for i, (a, b) in enumerate(zip(stored_calls, sent_calls, strict=True)):
-        fa, fb = a.get("function") or {}, b.get("function") or {}
-        if fa.get("name") != fb.get("name"):
-            return f"tool_calls[{i}].function.name"
-        if fa.get("arguments") != fb.get("arguments"):
-            if not _json_equal(_arguments_as_json(fa.get("arguments")), _arguments_as_json(fb.get("arguments"))):
-                return f"tool_calls[{i}].function.arguments"
-            found.rules.add("arguments_as_json")
+
+    def arguments_equal(stored_arguments: Any, sent_arguments: Any) -> bool:
+        if stored_arguments == sent_arguments:
+            return True
+        if not _json_equal(_arguments_as_json(stored_arguments), _arguments_as_json(sent_arguments)):
+            return False
+        found.rules.add("arguments_as_json")
+        return True
+
+    differing = _compare_tool_calls(stored, sent, arguments_equal)
+    if differing is not None:
+        return differing
+    for i, (a, b) in enumerate(zip(_calls(stored), _calls(sent), strict=True)):
         stored_id, sent_id = a.get("id"), b.get("id")
         if isinstance(stored_id, str) and isinstance(sent_id, str) and not found.pair_call_ids(stored_id, sent_id):
             return f"tool_calls[{i}].id"
