@@ -3,6 +3,8 @@ options, read in process with uvicorn replaced."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -76,3 +78,80 @@ def test_a_sample_hook_that_cannot_load_stops_tito_serve_before_it_serves(
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--sample-postprocessor", "my_hooks"]) == 1
     assert "--sample-postprocessor 'my_hooks': expected 'module:function'" in capsys.readouterr().err
     assert served == []
+
+
+def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burst(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request sent on a connection the server is closing dies with a reset; clients drop an idle connection after
+    their own expiry (httpx and the openai SDK: 5 s, aiohttp: 15 s), so tito serve holds it longer (uvicorn: 5 s)."""
+    settings: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: settings.append(kwargs))
+    assert main(["serve", "--engine", "instant", "--family", "qwen3"]) == 0
+    assert settings[0]["timeout_keep_alive"] > max(httpx.Limits().keepalive_expiry or 0, 15)
+    assert settings[0]["backlog"] >= 1024
+
+
+def test_a_burst_of_new_connections_to_tito_serve_each_gets_a_reply_never_a_reset() -> None:
+    """256 concurrent POST /sessions, each on a new connection, then 256 concurrent requests over the other routes
+    (a turn, a description, samples, health), each on a new connection: every one answered, none reset."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3",
+               "--port", str(port)]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    burst = 256
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "tito serve did not start"
+            time.sleep(0.2)
+        session_id = httpx.post(f"{base}/sessions").json()["session_id"]
+        chat = {"messages": [{"role": "user", "content": "hi"}]}
+        routes: list[tuple[str, str, object]] = [
+            ("POST", f"/sessions/{session_id}/v1/chat/completions", chat),
+            ("GET", f"/sessions/{session_id}", None),
+            ("POST", f"/sessions/{session_id}/samples", None),
+            ("GET", "/health", None),
+        ]
+
+        async def send_all(requests: list[tuple[str, str, object]]) -> list[int | str]:
+            """Each request on its own new connection, all at once (a bare asyncio client: httpx's own cost per new
+            connection would make this test slow); the reply's status, or the error that took its place."""
+
+            async def one(method: str, path: str, body: object) -> int | str:
+                payload = json.dumps(body).encode() if body is not None else b""
+                try:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.write(f"{method} {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                                 f"content-length: {len(payload)}\r\n\r\n".encode() + payload)  # fmt: skip
+                    status_line = await reader.readuntil(b"\r\n")
+                    writer.close()
+                    return int(status_line.split()[1])
+                except (OSError, asyncio.IncompleteReadError) as exc:
+                    return f"{type(exc).__name__}: {exc}"
+
+            return await asyncio.gather(*(one(*request) for request in requests))
+
+        started = time.monotonic()
+        assert asyncio.run(send_all([("POST", "/sessions", None)] * burst)) == [200] * burst
+        mixed = asyncio.run(send_all([routes[i % len(routes)] for i in range(burst)]))
+        assert all(isinstance(status, int) for status in mixed), [s for s in mixed if not isinstance(s, int)][:3]
+        turn, describe, samples, health = ({mixed[i] for i in range(k, burst, len(routes))} for k in range(4))
+        assert turn <= {200, 409}, turn  # concurrent turns on one session: one commits, the others are refused
+        assert describe == health == {200}
+        assert samples <= {200, 422}, samples  # 422 (no samples yet) until the first turn commits
+        assert time.monotonic() - started < 60
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)

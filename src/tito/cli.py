@@ -220,6 +220,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
+    from tito.server.running import KEEP_ALIVE_SECONDS, LISTEN_BACKLOG
     from tito.trajectory.events import TrajectoryKind
 
     options = ServerOptions(
@@ -253,7 +254,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"({state.model_name}); agents use base_url http://{args.host}:{args.port}/sessions/<id>/v1",
           file=sys.stderr)  # fmt: skip
     try:
-        uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="warning",
+                    timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
     finally:
         asyncio.run(state.engine.aclose())
     return 0

@@ -1,4 +1,11 @@
-"""Run the app with uvicorn in a background thread on 127.0.0.1 (tests, the demo): started, then stopped.
+"""How tito runs its app under uvicorn: the connection settings `tito serve` uses too, and the in-thread server.
+
+The in-thread server (tests, the demo) is started, then stopped.
+
+Connections: an idle kept-alive connection is held for `KEEP_ALIVE_SECONDS`, longer than HTTP clients keep an idle
+connection (httpx and the openai SDK 5 s, aiohttp 15 s), so a client never sends a request on a connection the
+server is closing at that moment (with uvicorn's default of 5 s, equal to httpx's, such a request dies with a reset:
+httpx.ReadError). The listen backlog holds a burst of new connections until they are accepted.
 
 Imports nothing from tito.
 """
@@ -13,11 +20,16 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+KEEP_ALIVE_SECONDS = 75
+LISTEN_BACKLOG = 4096
+
 
 @contextlib.contextmanager
 def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> Iterator[str]:
     """Serve `app` until the block ends; yields the base URL (port 0: a free port chosen by the OS)."""
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="tito-uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
