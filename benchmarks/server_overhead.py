@@ -300,7 +300,8 @@ WIRE_TOOLS = [{"type": "function", "function": {
 }}]  # fmt: skip
 WIRE_REPLY = '<tool_call>\n{"name": "run", "arguments": {"cmd": "pytest -q tests/unit"}}\n</tool_call>'
 WORDS = ("def", "class", "return", "import", "self", "value", "error", "test", "passed", "failed", "line", "file",
-         "module", "async", "await", "config", "token", "session", "request", "reply", "engine", "parse", "commit")  # fmt: skip
+         "module", "async", "await", "config", "token", "session", "request", "reply", "engine",
+         "parse", "commit")  # fmt: skip
 
 
 class RawConnection:
@@ -342,9 +343,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def process(command: list[str], port: int, health: str, timeout: float = 120.0) -> Iterator[subprocess.Popen[bytes]]:
-    """`command` in its own process until the block ends (stopped by its pid); ready when GET `health` is 200."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def process(command: list[str], port: int, health: str, source: Path,
+            timeout: float = 120.0) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+    """`command` in its own process, importing tito from `source`, until the block ends (stopped by its pid); ready
+    when GET `health` answers 200."""
+    env = {**os.environ, "PYTHONPATH": f"{source}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     child = subprocess.Popen(command, cwd=ROOT, env=env)
     try:
         deadline = time.monotonic() + timeout
@@ -557,45 +560,52 @@ def wire_reply_ids(family: str) -> tuple[list[int], tuple[int, ...], float]:
 
 
 def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int], turns: int,
-              latency_sessions: int, family: str, bursts: int) -> int:  # fmt: skip
+              latency_sessions: int, family: str, bursts: int, sources: list[Path]) -> int:  # fmt: skip
+    """Each engine wire, each configuration, `tito serve` from each source tree in turn (a fresh process each)."""
     reply_ids, stop_ids, chars_per_token = wire_reply_ids(family)
     results: list[WireFigures] = []
-    burst_errors: list[int] = []
+    burst_errors: dict[str, list[int]] = {}
     for kind in kinds:
-        engine_port, tito_port = free_port(), free_port()
+        engine_port = free_port()
         engine = [sys.executable, str(ROOT / "benchmarks" / "wire_engine.py"), kind, str(engine_port),
                   ",".join(map(str, reply_ids))]  # fmt: skip
-        tito = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", kind, "--engine-url",
-                f"http://127.0.0.1:{engine_port}", "--port", str(tito_port)]  # fmt: skip
-        with process(engine, engine_port, "/health") as engine_child, process(tito, tito_port, "/health") as child:
-            if bursts and kind == kinds[0]:
-                burst_errors = [asyncio.run(burst(tito_port, 256)) for _ in range(bursts)]
+        with process(engine, engine_port, "/health", ROOT / "src") as engine_child:
             for sessions in sessions_list:
                 for tokens in tokens_list:
-                    figures = asyncio.run(wire_run(
-                        kind, sessions, tokens, turns, latency_sessions, family, tito_port, engine_port, child.pid,
-                        engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
-                    results.append(figures)
-                    print_wire(figures)
-    if bursts:
-        print(f"bursts of 256 concurrent POST /sessions on new connections: {bursts} runs, connection errors "
-              f"{burst_errors} (goal: all 0)")  # fmt: skip
-    met = not any(burst_errors) and all(
-        f.tito_rate and 1e3 / f.tito_rate - 1e3 / f.direct_rate <= (2.0 if f.tokens <= 8192 else 3.0)
-        for f in results if f.sessions <= 64
+                    for source in sources:
+                        tito_port = free_port()
+                        url = f"http://127.0.0.1:{engine_port}"
+                        tito = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", kind,
+                                "--engine-url", url, "--port", str(tito_port)]  # fmt: skip
+                        with process(tito, tito_port, "/health", source) as child:
+                            if bursts and str(source) not in burst_errors:
+                                burst_errors[str(source)] = [asyncio.run(burst(tito_port, 256)) for _ in range(bursts)]
+                            figures = asyncio.run(wire_run(
+                                kind, sessions, tokens, turns, latency_sessions, family, tito_port, engine_port,
+                                child.pid, engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
+                        results.append(figures)
+                        print_wire(figures, source)
+    for source, errors in burst_errors.items():
+        print(f"bursts of 256 concurrent POST /sessions on new connections, tito from {source}: {bursts} runs, "
+              f"connection errors {errors} (goal: all 0)")  # fmt: skip
+    met = not any(any(errors) for errors in burst_errors.values()) and all(
+        1e3 / f.tito_rate - 1e3 / f.direct_rate <= (2.0 if f.tokens <= 8192 else 3.0)
+        for f in results[len(sources) - 1 :: len(sources)] if f.sessions <= 64
     )  # fmt: skip
-    print("wire goals met" if met else "WIRE GOALS MISSED")
+    print("wire goals met (the last source tree)" if met else "WIRE GOALS MISSED (the last source tree)")
     return 0 if met else 1
 
 
-def print_wire(f: WireFigures) -> None:
+def print_wire(f: WireFigures, source: Path) -> None:
     tito_ms, direct_ms = 1e3 / f.tito_rate, 1e3 / f.direct_rate
-    print(f"{f.kind:6} {f.sessions:4} sessions x {f.turns} turns to {f.last_prompt:6} tokens: "
-          f"turns/s tito {f.tito_rate:6.0f} direct {f.direct_rate:6.0f} | ms per turn tito {tito_ms:6.2f} direct "
-          f"{direct_ms:6.2f} tito's own {tito_ms - direct_ms:6.2f} | tito CPU {f.tito_cpu_ms:5.2f} ms/turn, engine "
-          f"CPU {f.engine_cpu_ms[0]:.2f}/{f.engine_cpu_ms[1]:.2f} | added p50/p99 ms under load "
-          f"{f.added_load[0]:7.1f}/{f.added_load[1]:7.1f}, alone {f.added_alone[0]:5.2f}/{f.added_alone[1]:5.2f}; "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(f"tito from {source}: {f.kind}, {f.sessions} concurrent sessions x {f.turns} tool-calling turns, prompts "
+          f"growing to {f.last_prompt} tokens; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
+          f"  turns/s: tito {f.tito_rate:.0f}, direct {f.direct_rate:.0f}; ms per turn: tito {tito_ms:.2f}, direct "
+          f"{direct_ms:.2f}, tito's own {tito_ms - direct_ms:.2f} (goal <= {2 if f.tokens <= 8192 else 3})\n"
+          f"  CPU ms per turn: tito serve {f.tito_cpu_ms:.2f}; the engine {f.engine_cpu_ms[0]:.2f} through tito, "
+          f"{f.engine_cpu_ms[1]:.2f} direct\n"
+          f"  added latency ms, p50/p99: under this load {f.added_load[0]:.1f}/{f.added_load[1]:.1f}; one session at "
+          f"a time {f.added_alone[0]:.2f}/{f.added_alone[1]:.2f} (goal p99 <= 10)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
@@ -617,10 +627,13 @@ if __name__ == "__main__":
     parser.add_argument("--wire-tokens", type=int, nargs="+", default=[8192, 32768], help="prompt tokens at the end")
     parser.add_argument("--wire-turns", type=int, default=8)
     parser.add_argument("--bursts", type=int, default=10, help="--wire: runs of 256 concurrent POST /sessions")
+    parser.add_argument("--tito-src", type=Path, nargs="*", default=[], metavar="SRC",
+                        help="--wire: also run tito serve from these source trees (e.g. an older commit's src/, from "
+                        "git archive), each configuration side by side with this checkout's")  # fmt: skip
     args = parser.parse_args()
     if args.wire:
         sys.exit(wire_main(args.wire, args.wire_sessions, args.wire_tokens, args.wire_turns, args.latency_sessions,
-                           args.family, args.bursts))  # fmt: skip
+                           args.family, args.bursts, [*args.tito_src, ROOT / "src"]))  # fmt: skip
     kind = TrajectoryKind(args.trajectory)
     code = asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every))
     if args.journal is not None:
