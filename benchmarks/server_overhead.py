@@ -559,7 +559,7 @@ def wire_reply_ids(family: str) -> tuple[list[int], tuple[int, ...], float]:
     return ids, tuple(stops), len(sample) / len(tokenizer.encode(sample, add_special_tokens=False))
 
 
-def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int], turns: int,
+def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int], turns: int | None,
               latency_sessions: int, family: str, bursts: int, sources: list[Path]) -> int:  # fmt: skip
     """Each engine wire, each configuration, `tito serve` from each source tree in turn (a fresh process each)."""
     reply_ids, stop_ids, chars_per_token = wire_reply_ids(family)
@@ -573,6 +573,7 @@ def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int]
             for sessions in sessions_list:
                 for tokens in tokens_list:
                     for source in sources:
+                        session_turns = turns or max(tokens // 1024, 1)
                         tito_port = free_port()
                         url = f"http://127.0.0.1:{engine_port}"
                         tito = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", kind,
@@ -581,7 +582,7 @@ def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int]
                             if bursts and str(source) not in burst_errors:
                                 burst_errors[str(source)] = [asyncio.run(burst(tito_port, 256)) for _ in range(bursts)]
                             figures = asyncio.run(wire_run(
-                                kind, sessions, tokens, turns, latency_sessions, family, tito_port, engine_port,
+                                kind, sessions, tokens, session_turns, latency_sessions, family, tito_port, engine_port,
                                 child.pid, engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
                         results.append(figures)
                         print_wire(figures, source)
@@ -625,7 +626,7 @@ if __name__ == "__main__":
                         "each in its own process")  # fmt: skip
     parser.add_argument("--wire-sessions", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--wire-tokens", type=int, nargs="+", default=[8192, 32768], help="prompt tokens at the end")
-    parser.add_argument("--wire-turns", type=int, default=8)
+    parser.add_argument("--wire-turns", type=int, help="turns per session [Default: one per 1024 prompt tokens]")
     parser.add_argument("--bursts", type=int, default=10, help="--wire: runs of 256 concurrent POST /sessions")
     parser.add_argument("--tito-src", type=Path, nargs="*", default=[], metavar="SRC",
                         help="--wire: also run tito serve from these source trees (e.g. an older commit's src/, from "
