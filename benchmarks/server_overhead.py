@@ -628,13 +628,14 @@ if __name__ == "__main__":
     parser.add_argument("--wire-tokens", type=int, nargs="+", default=[8192, 32768], help="prompt tokens at the end")
     parser.add_argument("--wire-turns", type=int, help="turns per session [Default: one per 1024 prompt tokens]")
     parser.add_argument("--bursts", type=int, default=10, help="--wire: runs of 256 concurrent POST /sessions")
-    parser.add_argument("--tito-src", type=Path, nargs="*", default=[], metavar="SRC",
-                        help="--wire: also run tito serve from these source trees (e.g. an older commit's src/, from "
-                        "git archive), each configuration side by side with this checkout's")  # fmt: skip
+    parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC",
+                        help="--wire: run tito serve from each of these source trees in turn, side by side "
+                        "(e.g. an older commit's src/ from git archive, and this checkout's) "
+                        "[Default: this checkout's]")  # fmt: skip
     args = parser.parse_args()
     if args.wire:
         sys.exit(wire_main(args.wire, args.wire_sessions, args.wire_tokens, args.wire_turns, args.latency_sessions,
-                           args.family, args.bursts, [*args.tito_src, ROOT / "src"]))  # fmt: skip
+                           args.family, args.bursts, args.tito_src or [ROOT / "src"]))  # fmt: skip
     kind = TrajectoryKind(args.trajectory)
     code = asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every))
     if args.journal is not None:
