@@ -203,6 +203,13 @@ async def test_engine_client_maps_timeouts_malformed_replies_and_refusals_to_eng
             await client.post_json("/generate", {})
         await client.aclose()
 
+    async def endless_line(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b"H" * 100_000
+
+    async with RawServer(endless_line) as server:
+        with pytest.raises(HttpProtocolError, match="a status line longer than"):
+            await pool(server.port).request("POST", "/g", b"", {})
+
     async def refuse(body: bytes, reader: asyncio.StreamReader) -> bytes:
         return b'HTTP/1.1 400 Bad Request\r\ncontent-length: 41\r\n\r\n{"error": {"message": "prompt too long"}}'
 

@@ -128,6 +128,8 @@ class ConnectionPool:
                 status_line = await connection.reader.readuntil(b"\r\n")
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 raise _ClosedBeforeReply from exc
+            except asyncio.LimitOverrunError:
+                raise HttpProtocolError(f"a status line longer than {MAX_HEAD_BYTES} bytes") from None
             reply, kept = await _read_reply(connection.reader, status_line)
             return reply
         finally:
