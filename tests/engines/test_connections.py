@@ -234,3 +234,23 @@ async def test_a_url_path_prefix_is_kept_and_a_header_with_a_line_break_is_refus
         with pytest.raises(ValueError, match="line break"):
             await pool(server.port).request("POST", "/g", b"", {"x-key": "a\r\nx-evil: 1"})
         await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_https_engine_url_is_spoken_to_over_tls_not_over_the_plain_pool():
+    """https:// goes through httpx (TLS); the plain HTTP/1.1 pool is for http:// only. A server that records the
+    first bytes it gets sees a TLS handshake record (0x16), not a request line."""
+    first_bytes: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first_bytes.append(await reader.read(5))
+        writer.close()
+
+    server = await asyncio.start_server(record, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = HttpEngineClient("sglang", f"https://127.0.0.1:{port}", timeout=5)
+    with pytest.raises(EngineUnavailableError):
+        await client.post_json("/generate", {"input_ids": [1]})
+    await client.aclose()
+    server.close()
+    assert first_bytes and first_bytes[0][:1] == b"\x16", first_bytes
