@@ -21,8 +21,21 @@ Targets (issues 11 and 13): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; tok
               kept): turns/s, its ratio to memory, and wall latency p50/p99 with what the journal adds. Goal
               (issue 14): `interval` within 10% of memory.
 
+  --wire ENGINE...  instead, the real wire (issue 22): `tito serve --engine sglang|vllm` in its own process in front
+              of benchmarks/wire_engine.py (a fast SGLang/vLLM-wire engine, another process); agents run
+              tool-calling turns (~1k-token tool outputs) to --wire-tokens, --wire-sessions at once; then the same
+              engine requests (each turn's prompt ids, read back from the sessions' samples) go straight to the
+              engine with the same concurrency. Prints turns/s both ways, tito's own cost per turn (the difference
+              of ms per request), the server's CPU per turn (/proc), added latency p50/p99 under load and one
+              session at a time; then --bursts runs of 256 concurrent POST /sessions on new connections (errors).
+              --tito-src runs tito from several source trees (e.g. an older commit's) side by side.
+              Goals: own cost <= 2 ms per turn to 8k tokens, <= 3 ms to 32k (64 sessions); 0 connection errors.
+              TITO_PROFILE_DIR=DIR: py-spy records the server over each loaded phase (raw stacks, DIR/<config>.txt).
+
 Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20] [--trajectory tree]
      [--retry-every 4] [--journal DIR]
+     python benchmarks/server_overhead.py --wire sglang vllm [--wire-sessions 64 256] [--wire-tokens 8192 32768]
+     [--latency-sessions 3] [--bursts 10] [--tito-src OLD/src src]
 """
 
 from __future__ import annotations
