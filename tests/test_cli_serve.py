@@ -4,12 +4,14 @@ options, read in process with uvicorn replaced."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +31,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
+@contextlib.contextmanager
+def instant_tito_serve(*options: str, headers: dict[str, str] | None = None) -> Iterator[str]:
+    """`tito serve --engine instant --family qwen3 OPTIONS` on a free port until the block ends (stopped by its own
+    handle); yields its base URL once /health answers."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3",
-               "--port", str(port), "--api-key", "k"]  # fmt: skip
+               "--port", str(port), *options]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer k"}
+        base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -46,10 +51,7 @@ def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
                 pass
             assert process.poll() is None and time.monotonic() < deadline, "tito serve did not start"
             time.sleep(0.2)
-        session_id = httpx.post(f"{base}/sessions", headers=headers).json()["session_id"]
-        reply = httpx.post(f"{base}/sessions/{session_id}/v1/chat/completions", headers=headers,
-                           json={"messages": [{"role": "user", "content": "hi"}]}).json()  # fmt: skip
-        assert "instant engine" in reply["choices"][0]["message"]["content"]
+        yield base
     finally:
         process.terminate()
         try:
@@ -57,6 +59,15 @@ def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
+    headers = {"Authorization": "Bearer k"}
+    with instant_tito_serve("--api-key", "k", headers=headers) as base:
+        session_id = httpx.post(f"{base}/sessions", headers=headers).json()["session_id"]
+        reply = httpx.post(f"{base}/sessions/{session_id}/v1/chat/completions", headers=headers,
+                           json={"messages": [{"role": "user", "content": "hi"}]}).json()  # fmt: skip
+        assert "instant engine" in reply["choices"][0]["message"]["content"]
 
 
 def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,23 +106,9 @@ def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burs
 def test_a_burst_of_new_connections_to_tito_serve_each_gets_a_reply_never_a_reset() -> None:
     """256 concurrent POST /sessions, each on a new connection, then 256 concurrent requests over the other routes
     (a turn, a description, samples, health), each on a new connection: every one answered, none reset."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3",
-               "--port", str(port)]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     burst = 256
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, "tito serve did not start"
-            time.sleep(0.2)
+    with instant_tito_serve() as base:
+        port = int(base.rsplit(":", 1)[1])
         session_id = httpx.post(f"{base}/sessions").json()["session_id"]
         chat = {"messages": [{"role": "user", "content": "hi"}]}
         routes: list[tuple[str, str, object]] = [
@@ -148,10 +145,3 @@ def test_a_burst_of_new_connections_to_tito_serve_each_gets_a_reply_never_a_rese
         assert describe == health == {200}
         assert samples <= {200, 422}, samples  # 422 (no samples yet) until the first turn commits
         assert time.monotonic() - started < 60
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
