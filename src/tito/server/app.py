@@ -37,10 +37,11 @@ from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedE
 from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
-from tito.server.samples import build_samples
+from tito.server.read_api import LiveSessions, add_read_routes
+from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
-from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
+from tito.server.ui import InspectorPageMiddleware
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.tito = state
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
+    app.add_middleware(InspectorPageMiddleware)  # outermost: the page's static shell (no data) needs no key
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
@@ -167,17 +169,14 @@ def create_app(state: ServerState) -> FastAPI:
             sample_picker=options.sample_picker,
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
+            group_id=asked.group_id,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
         session = await registry.create(config)
         metrics.live_sessions.set(len(registry))
         return json_response({"session_id": session.session_id})
 
-    @app.get("/sessions/{session_id}")
-    async def describe_session(session_id: str) -> Response:
-        session = registry.get(session_id)
-        body = {"session_id": session_id, "status": "live", **session.trajectory.describe()}
-        return json_response(body)
+    add_read_routes(app, LiveSessions(state))  # GET /sessions, /sessions/{id}, /sessions/{id}/turns/{node}
 
     @app.delete("/sessions/{session_id}")
     async def delete_session(session_id: str) -> Response:
@@ -216,14 +215,12 @@ def create_app(state: ServerState) -> FastAPI:
             asked = SamplesRequest.model_validate_json(body) if body.strip() else SamplesRequest()
         except ValidationError as exc:
             raise validation_error(exc) from None
+        wanted = samples_format(asked.format, request.query_params.get("format"), request.headers.get("accept", ""))
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
-        built = build_samples(session_id, session.trajectory, asked, server_metadata)
-        await registry.samples_taken(session)
-        wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
-        if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):
-            return Response(encode_safetensors(built), media_type=SAFETENSORS_MEDIA_TYPE)
-        return json_response({"session_id": session_id, "samples": [sample_to_json(sample) for sample in built]})
+        built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
+        await registry.samples_taken(session, built[0].reward)
+        return samples_response(session_id, built, wanted)
 
     return app
 
