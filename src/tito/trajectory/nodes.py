@@ -151,6 +151,10 @@ class NodeStore:
             messages.append(node.turn.assistant)
         return messages
 
+    def path_length(self, node_id: int) -> int:
+        """The number of ids on the path, without assembling them."""
+        return self.get(node_id).path_length
+
     def path_ids(self, node_id: int) -> array[int]:
         """The node's ids: its full prompt, then its sampled ids."""
         ids: array[int] = array("i")
