@@ -21,21 +21,41 @@ Targets (issues 11 and 13): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; tok
               kept): turns/s, its ratio to memory, and wall latency p50/p99 with what the journal adds. Goal
               (issue 14): `interval` within 10% of memory.
 
+  --wire ENGINE...  instead, the real wire (issue 22): `tito serve --engine sglang|vllm` in its own process in front
+              of benchmarks/wire_engine.py (a fast SGLang/vLLM-wire engine, another process); agents run
+              tool-calling turns (~1k-token tool outputs) to --wire-tokens, --wire-sessions at once; then the same
+              engine requests (each turn's prompt ids, read back from the sessions' samples) go straight to the
+              engine with the same concurrency. Prints turns/s both ways, tito's own cost per turn (the difference
+              of ms per request), the server's CPU per turn (/proc), added latency p50/p99 under load and one
+              session at a time; then --bursts runs of 256 concurrent POST /sessions on new connections (errors).
+              --tito-src runs tito from several source trees (e.g. an older commit's) side by side.
+              Goals: own cost <= 2 ms per turn to 8k tokens, <= 3 ms to 32k (64 sessions); 0 connection errors.
+              TITO_PROFILE_DIR=DIR: py-spy records the server over each loaded phase (raw stacks, DIR/<config>.txt).
+
 Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20] [--trajectory tree]
      [--retry-every 4] [--journal DIR]
+     python benchmarks/server_overhead.py --wire sglang vllm [--wire-sessions 64 256] [--wire-tokens 8192 32768]
+     [--latency-sessions 3] [--bursts 10] [--tito-src OLD/src src]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
+import random
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +71,7 @@ from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
 from tito.trajectory.events import TrajectoryKind
 
+ROOT = Path(__file__).resolve().parents[1]
 TARGET_TURNS_PER_S, TARGET_P50_MS, TARGET_P99_MS, TARGET_BYTES_PER_TOKEN = 500.0, 2.0, 10.0, 16.0
 SYSTEM = "You are a careful coding agent. Work step by step, call tools when needed, and report briefly. " * 4
 
@@ -284,6 +305,323 @@ async def journal_comparison(family: str, root: Path, sessions: int, turns: int,
     return met
 
 
+# --- The real wire: `tito serve` and an HTTP engine, each in its own process -------------------------------------
+
+WIRE_TOOLS = [{"type": "function", "function": {
+    "name": "run", "description": "Run a shell command and return its output.",
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]},
+}}]  # fmt: skip
+WIRE_REPLY = '<tool_call>\n{"name": "run", "arguments": {"cmd": "pytest -q tests/unit"}}\n</tool_call>'
+WORDS = ("def", "class", "return", "import", "self", "value", "error", "test", "passed", "failed", "line", "file",
+         "module", "async", "await", "config", "token", "session", "request", "reply", "engine",
+         "parse", "commit")  # fmt: skip
+
+
+class RawConnection:
+    """One kept-alive HTTP/1.1 connection with the least client-side work (both sides of a comparison use it)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"", headers: str = "") -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
+        self.writer.write(f"{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                          f"content-length: {len(body)}\r\n{headers}\r\n".encode() + body)  # fmt: skip
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head[:-4].split(b"\r\n")
+        length = next((int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:")), 0)
+        return int(lines[0].split(b" ", 2)[1]), await self.reader.readexactly(length) if length else b""
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(ConnectionError):
+                await self.writer.wait_closed()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def process(command: list[str], port: int, health: str, source: Path,
+            timeout: float = 120.0) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+    """`command` in its own process, importing tito from `source`, until the block ends (stopped by its pid); ready
+    when GET `health` answers 200."""
+    env = {**os.environ, "PYTHONPATH": f"{source}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    child = subprocess.Popen(command, cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                    sock.sendall(f"GET {health} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+                    if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or child.poll() is not None:
+                raise RuntimeError(f"{command[:4]} did not become ready on port {port}")
+            time.sleep(0.1)
+        yield child
+    finally:
+        child.terminate()
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def profile_start(pid: int, name: str) -> subprocess.Popen[bytes] | None:
+    """With TITO_PROFILE_DIR set: py-spy samples the server process until `profile_stop` (raw collapsed stacks)."""
+    directory = os.environ.get("TITO_PROFILE_DIR")
+    if not directory:
+        return None
+    command = ["py-spy", "record", "-p", str(pid), "-r", "250", "-f", "raw", "-o", f"{directory}/{name}.txt"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL)
+
+
+def profile_stop(profiler: subprocess.Popen[bytes] | None) -> None:
+    if profiler is not None:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait(30)
+
+
+@dataclass
+class WireAgent:
+    """One agent's transcript so far and what its turns measured."""
+
+    index: int
+    messages: list[dict[str, Any]]
+    session_id: str = ""
+    latencies: list[float] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=list)
+
+
+def tool_output(index: int, turn: int, chars: int) -> str:
+    rng = random.Random(index * 1000 + turn)
+    words = rng.choices(WORDS, k=chars // 6 + 1)
+    lines = [" ".join(words[i : i + 12]) for i in range(0, len(words), 12)]
+    return f"$ pytest -q  # agent {index}, step {turn}\n" + "\n".join(lines)[:chars]
+
+
+async def wire_agent(port: int, agent: WireAgent, turns: int, output_chars: int) -> None:
+    """Create a session and run `turns` tool-calling turns, each followed by a tool output of `output_chars`."""
+    connection = RawConnection(port)
+    try:
+        status, body = await connection.request("POST", "/sessions")
+        if status != 200:
+            raise RuntimeError(f"POST /sessions: {status} {body[:200]!r}")
+        agent.session_id = orjson.loads(body)["session_id"]
+        path = f"/sessions/{agent.session_id}/v1/chat/completions"
+        for turn in range(turns):
+            payload = orjson.dumps({"messages": agent.messages, "tools": WIRE_TOOLS})
+            started = time.perf_counter()
+            status, body = await connection.request("POST", path, payload)
+            agent.latencies.append(time.perf_counter() - started)
+            if status != 200:
+                raise RuntimeError(f"turn {turn}: {status} {body[:300]!r}")
+            reply = orjson.loads(body)
+            agent.prompt_tokens.append(reply["usage"]["prompt_tokens"])
+            message = reply["choices"][0]["message"]
+            agent.messages.append(message)
+            call_id = message["tool_calls"][0]["id"] if message.get("tool_calls") else f"call-{turn}"
+            agent.messages.append({"role": "tool", "tool_call_id": call_id,
+                                   "content": tool_output(agent.index, turn, output_chars)})  # fmt: skip
+    finally:
+        await connection.close()
+
+
+async def direct_bodies(port: int, kind: str, agent: WireAgent, stop_ids: tuple[int, ...]) -> list[tuple[str, bytes]]:
+    """The engine requests tito sent for `agent`'s turns: each turn's prompt is a prefix of the session's sample."""
+    from tito.engines.protocol import GenerateRequest, SamplingParams
+    from tito.engines.sglang import generate_body
+    from tito.engines.vllm import completions_body
+
+    connection = RawConnection(port)
+    try:
+        status, body = await connection.request("POST", f"/sessions/{agent.session_id}/samples")
+    finally:
+        await connection.close()
+    if status != 200:
+        raise RuntimeError(f"samples: {status} {body[:200]!r}")
+    tokens = orjson.loads(body)["samples"][-1]["tokens"]
+    bodies = []
+    for turn, length in enumerate(agent.prompt_tokens):
+        prompt = tokens[:length]
+        request = GenerateRequest(prompt, SamplingParams(4096, stop_token_ids=stop_ids), f"direct-{turn}", "s")
+        if kind == "sglang":
+            bodies.append(("/generate", orjson.dumps(generate_body(request, stream=False))))
+        else:
+            bodies.append(("/v1/completions", orjson.dumps(completions_body(request, "wire-engine", stream=False))))
+    return bodies
+
+
+async def direct_lane(port: int, bodies: list[tuple[str, bytes]], latencies: list[float]) -> None:
+    connection = RawConnection(port)
+    try:
+        for path, body in bodies:
+            started = time.perf_counter()
+            status, reply = await connection.request("POST", path, body, "x-smg-routing-key: s\r\n")
+            latencies.append(time.perf_counter() - started)
+            if status != 200:
+                raise RuntimeError(f"direct {path}: {status} {reply[:200]!r}")
+    finally:
+        await connection.close()
+
+
+async def burst(port: int, count: int, path: str = "/sessions") -> int:
+    """`count` concurrent POSTs, each on a new connection; how many got no HTTP reply (reset, refused, cut)."""
+
+    async def one() -> bool:
+        connection = RawConnection(port)
+        try:
+            status, _ = await connection.request("POST", path)
+            return status in (200, 503)
+        except (OSError, asyncio.IncompleteReadError):
+            return False
+        finally:
+            await connection.close()
+
+    return sum(not ok for ok in await asyncio.gather(*(one() for _ in range(count))))
+
+
+@dataclass
+class WireFigures:
+    kind: str
+    sessions: int
+    tokens: int
+    turns: int
+    tito_rate: float
+    direct_rate: float
+    tito_cpu_ms: float
+    engine_cpu_ms: tuple[float, float]
+    added_load: tuple[float, float]
+    added_alone: tuple[float, float]
+    last_prompt: int
+
+
+async def wire_run(kind: str, sessions: int, tokens: int, turns: int, latency_sessions: int, family: str,
+                   tito_port: int, engine_port: int, tito_pid: int, engine_pid: int,
+                   stop_ids: tuple[int, ...], chars_per_token: float) -> WireFigures:  # fmt: skip
+    """One configuration: `sessions` concurrent agents through tito, then the same engine requests sent straight
+    to the engine with the same concurrency; then `latency_sessions` agents one at a time, each way."""
+    output_chars = int(max(tokens - 400, 0) / turns * chars_per_token)
+    system = {"role": "system", "content": SYSTEM}
+
+    def agents(first: int, count: int) -> list[WireAgent]:
+        return [WireAgent(first + i, [system, {"role": "user", "content": f"Agent {first + i}: make the tests pass."}])
+                for i in range(count)]  # fmt: skip
+
+    await wire_agent(tito_port, agents(10**6, 1)[0], 2, 200)  # warm up
+    loaded = agents(0, sessions)
+    gc.collect()
+    profiler = profile_start(tito_pid, f"{kind}-{sessions}-{tokens}")
+    tito_cpu, engine_cpu, wall = cpu_seconds(tito_pid), cpu_seconds(engine_pid), time.perf_counter()
+    await asyncio.gather(*(wire_agent(tito_port, agent, turns, output_chars) for agent in loaded))
+    tito_seconds = time.perf_counter() - wall
+    tito_cpu, engine_tito = cpu_seconds(tito_pid) - tito_cpu, cpu_seconds(engine_pid) - engine_cpu
+    profile_stop(profiler)
+    bodies = [await direct_bodies(tito_port, kind, agent, stop_ids) for agent in loaded]
+    direct_latencies: list[float] = []
+    engine_cpu, wall = cpu_seconds(engine_pid), time.perf_counter()
+    await asyncio.gather(*(direct_lane(engine_port, lane, direct_latencies) for lane in bodies))
+    direct_seconds = time.perf_counter() - wall
+    engine_direct = cpu_seconds(engine_pid) - engine_cpu
+    count = sessions * turns
+    tito_latencies = [latency for agent in loaded for latency in agent.latencies]
+    del bodies
+
+    alone_added: list[float] = []
+    for agent in agents(2 * 10**6, latency_sessions):
+        await wire_agent(tito_port, agent, turns, output_chars)
+        lane: list[float] = []
+        await direct_lane(engine_port, await direct_bodies(tito_port, kind, agent, stop_ids), lane)
+        alone_added += [t - d for t, d in zip(agent.latencies, lane, strict=True)]
+    return WireFigures(
+        kind, sessions, tokens, turns, count / tito_seconds, count / direct_seconds, tito_cpu / count * 1e3,
+        (engine_tito / count * 1e3, engine_direct / count * 1e3),
+        ((percentile(tito_latencies, 50) - percentile(direct_latencies, 50)) * 1e3,
+         (percentile(tito_latencies, 99) - percentile(direct_latencies, 99)) * 1e3),
+        (percentile(alone_added, 50) * 1e3, percentile(alone_added, 99) * 1e3),
+        max(loaded[0].prompt_tokens),
+    )  # fmt: skip
+
+
+def wire_reply_ids(family: str) -> tuple[list[int], tuple[int, ...], float]:
+    """The engine's scripted reply (a tool call and the stop token), the family's stop ids, and chars per token of
+    the benchmark's tool outputs."""
+    tokenizer = load_tokenizer(family)
+    tito_tokenizer = get_tito_tokenizer(tokenizer, family)
+    stops = tito_tokenizer.stop_token_ids
+    ids = [int(i) for i in tokenizer.encode(WIRE_REPLY, add_special_tokens=False)] + [stops[0]]
+    sample = tool_output(0, 0, 20_000)
+    return ids, tuple(stops), len(sample) / len(tokenizer.encode(sample, add_special_tokens=False))
+
+
+def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int], turns: int | None,
+              latency_sessions: int, family: str, bursts: int, sources: list[Path]) -> int:  # fmt: skip
+    """Each engine wire, each configuration, `tito serve` from each source tree in turn (a fresh process each)."""
+    reply_ids, stop_ids, chars_per_token = wire_reply_ids(family)
+    results: list[WireFigures] = []
+    burst_errors: dict[str, list[int]] = {}
+    for kind in kinds:
+        engine_port = free_port()
+        engine = [sys.executable, str(ROOT / "benchmarks" / "wire_engine.py"), kind, str(engine_port),
+                  ",".join(map(str, reply_ids))]  # fmt: skip
+        with process(engine, engine_port, "/health", ROOT / "src") as engine_child:
+            for sessions in sessions_list:
+                for tokens in tokens_list:
+                    for source in sources:
+                        session_turns = turns or max(tokens // 1024, 1)
+                        tito_port = free_port()
+                        url = f"http://127.0.0.1:{engine_port}"
+                        tito = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", kind,
+                                "--engine-url", url, "--port", str(tito_port)]  # fmt: skip
+                        with process(tito, tito_port, "/health", source) as child:
+                            if bursts and str(source) not in burst_errors:
+                                burst_errors[str(source)] = [asyncio.run(burst(tito_port, 256)) for _ in range(bursts)]
+                            figures = asyncio.run(wire_run(
+                                kind, sessions, tokens, session_turns, latency_sessions, family, tito_port, engine_port,
+                                child.pid, engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
+                        results.append(figures)
+                        print_wire(figures, source)
+    for source, errors in burst_errors.items():
+        print(f"bursts of 256 concurrent POST /sessions on new connections, tito from {source}: {bursts} runs, "
+              f"connection errors {errors} (goal: all 0)")  # fmt: skip
+    met = not any(any(errors) for errors in burst_errors.values()) and all(
+        1e3 / f.tito_rate - 1e3 / f.direct_rate <= (2.0 if f.tokens <= 8192 else 3.0)
+        for f in results[len(sources) - 1 :: len(sources)] if f.sessions <= 64
+    )  # fmt: skip
+    print("wire goals met (the last source tree)" if met else "WIRE GOALS MISSED (the last source tree)")
+    return 0 if met else 1
+
+
+def print_wire(f: WireFigures, source: Path) -> None:
+    tito_ms, direct_ms = 1e3 / f.tito_rate, 1e3 / f.direct_rate
+    print(f"tito from {source}: {f.kind}, {f.sessions} concurrent sessions x {f.turns} tool-calling turns, prompts "
+          f"growing to {f.last_prompt} tokens; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
+          f"  turns/s: tito {f.tito_rate:.0f}, direct {f.direct_rate:.0f}; ms per turn: tito {tito_ms:.2f}, direct "
+          f"{direct_ms:.2f}, tito's own {tito_ms - direct_ms:.2f} (goal <= {2 if f.tokens <= 8192 else 3})\n"
+          f"  CPU ms per turn: tito serve {f.tito_cpu_ms:.2f}; the engine {f.engine_cpu_ms[0]:.2f} through tito, "
+          f"{f.engine_cpu_ms[1]:.2f} direct\n"
+          f"  added latency ms, p50/p99: under this load {f.added_load[0]:.1f}/{f.added_load[1]:.1f}; one session at "
+          f"a time {f.added_alone[0]:.2f}/{f.added_alone[1]:.2f} (goal p99 <= 10)", flush=True)  # fmt: skip
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=64)
@@ -296,7 +634,21 @@ if __name__ == "__main__":
                         help="also compare memory with --journal at each fsync policy; journals go under DIR "
                         "(put it on the disk a server would use)")  # fmt: skip
     parser.add_argument("--journal-rounds", type=int, default=3)
+    parser.add_argument("--wire", nargs="+", choices=["sglang", "vllm"], metavar="ENGINE",
+                        help="instead: tito serve in front of an HTTP engine of this wire (benchmarks/wire_engine.py), "
+                        "each in its own process")  # fmt: skip
+    parser.add_argument("--wire-sessions", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--wire-tokens", type=int, nargs="+", default=[8192, 32768], help="prompt tokens at the end")
+    parser.add_argument("--wire-turns", type=int, help="turns per session [Default: one per 1024 prompt tokens]")
+    parser.add_argument("--bursts", type=int, default=10, help="--wire: runs of 256 concurrent POST /sessions")
+    parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC",
+                        help="--wire: run tito serve from each of these source trees in turn, side by side "
+                        "(e.g. an older commit's src/ from git archive, and this checkout's) "
+                        "[Default: this checkout's]")  # fmt: skip
     args = parser.parse_args()
+    if args.wire:
+        sys.exit(wire_main(args.wire, args.wire_sessions, args.wire_tokens, args.wire_turns, args.latency_sessions,
+                           args.family, args.bursts, args.tito_src or [ROOT / "src"]))  # fmt: skip
     kind = TrajectoryKind(args.trajectory)
     code = asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every))
     if args.journal is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import re
 from typing import Any
@@ -378,3 +379,32 @@ def test_numpy_stored_ids_come_back_as_plain_ints() -> None:
     stored = simulated_stored_ids(tt, old, None)
     merged = tt.merge_tokens(old, [*old, {"role": "user", "content": "x"}], list(np.array(stored)))
     assert merged[: len(stored)] == stored and all(type(token) is int for token in merged)
+
+
+def test_recorded_ids_merge_and_parse_like_the_checked_calls_without_walking_the_stored_ids(
+    qwen3_tokenizer: LocalTokenizer,
+) -> None:
+    """A session's own stored ids (an int array) give the same prompt as merge_tokens; neither the recorded merge
+    nor parse_built_completion reads the stored/prompt ids one by one (only the sampled ids are checked)."""
+    tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3")
+    stored = stored_ids(qwen3_tokenizer, tt.render(HISTORY))
+    new = [*HISTORY, {"role": "user", "content": "Next"}]
+
+    class NoWalk(array.array):  # type: ignore[type-arg]
+        """Slicing (a C copy) and the last id are fine; iterating every id is what the per-turn path avoids."""
+
+        def __iter__(self) -> Any:
+            raise AssertionError("the stored ids were walked one by one")
+
+    recorded = NoWalk("i", stored)
+    merged = tt.merge_recorded_tokens(HISTORY, new, recorded)
+    assert merged == tt.merge_tokens(HISTORY, new, stored)
+    assert all(type(token) is int for token in merged)
+    with pytest.raises(AssertionError, match="walked"):
+        tt.merge_tokens(HISTORY, new, recorded)  # the public call checks every id
+    answer = {"role": "assistant", "content": "Fine."}
+    sampled = stored_ids(qwen3_tokenizer, tt.render([*new, answer]))[len(merged) :]
+    prompt = NoWalk("i", merged)
+    assert tt.parse_built_completion(sampled, prompt).message["content"] == "Fine."
+    with pytest.raises(TokenIdError, match=r"completion_ids\[1\]"):
+        tt.parse_built_completion([sampled[0], -1], prompt)

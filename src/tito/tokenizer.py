@@ -315,9 +315,16 @@ class TitoTokenizer:
 
         Pass the turn's `prompt_ids` so the parser knows whether the generation prompt opened reasoning.
         """
-        self._check_ids("completion_ids", completion_ids)
         if prompt_ids is not None:
             self._check_ids("prompt_ids", prompt_ids)
+        return self.parse_built_completion(completion_ids, prompt_ids, tools)
+
+    def parse_built_completion(
+        self, completion_ids: Sequence[int], prompt_ids: Sequence[int] | None, tools: Tools = None
+    ) -> ParseResult:
+        """`parse_completion` after a prompt this tokenizer built (`merge_recorded_tokens`): only the sampled ids
+        are checked, not the whole prompt again each turn (a session server's per-turn path)."""
+        self._check_ids("completion_ids", completion_ids)
         return self._parser.parse(completion_ids, prompt_ids, tools)
 
     def incremental_parser(self, prompt_ids: Sequence[int] | None = None, tools: Tools = None) -> IncrementalParser:
@@ -335,6 +342,17 @@ class TitoTokenizer:
         """The next prompt: stored ids kept verbatim (less the junction's declared trailing ids), the closing a
         stop token other than the end of turn needs (prompt ids), then the appended ids."""
         self._check_ids("stored_ids", stored_ids)
+        return self.merge_recorded_tokens(old_messages, new_messages, stored_ids, tools)
+
+    def merge_recorded_tokens(
+        self,
+        old_messages: Sequence[Any],
+        new_messages: Sequence[Any],
+        stored_ids: Sequence[int],
+        tools: Tools = None,
+    ) -> list[int]:
+        """`merge_tokens` for stored ids a session recorded itself (prompts this tokenizer built, sampled ids
+        `parse_built_completion` checked): the same prompt, without walking every stored id again each turn."""
         additional = self.tokenize_additional_messages(old_messages, new_messages, tools)
         if not old_messages:
             if stored_ids:
@@ -342,8 +360,12 @@ class TitoTokenizer:
                     self.family.name, "stored ids without stored messages: send the conversation they belong to"
                 )
             return additional
-        kept = array.array("l", stored_ids[: self.kept_stored_ids(stored_ids)])  # plain ints (numpy ids, say, are not)
-        return [*kept, *self._closing(stored_ids), *additional]
+        kept = stored_ids[: self.kept_stored_ids(stored_ids)]
+        # plain ints (numpy ids, say, are not); a session's stored ids are an int array already
+        merged = (kept if isinstance(kept, array.array) else array.array("l", kept)).tolist()
+        merged += self._closing(stored_ids)
+        merged += additional
+        return merged
 
     def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
         """How many of `stored_ids` the next prompt keeps verbatim; raises JunctionError when they cannot be

@@ -5,6 +5,7 @@ Turns are synthetic (`tests.trajectory.turns`): no tokenizer or engine, so each 
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from tito.errors import TruncatedTurnError
 from tito.trajectory.events import SessionConfig, TrajectoryKind
-from tito.trajectory.nodes import NodeStore
+from tito.trajectory.nodes import NodeStore, TrajectoryIntegrityError
 from tito.trajectory.picking import SampleHookError
 from tito.trajectory.tree import (
     ConcurrentBranchError,
@@ -340,3 +341,19 @@ def test_a_session_replayed_from_its_events_attaches_samples_and_describes_as_th
     assert replayed.plan([U1, assistant("a1"), T1B], None, "retried", True).idempotent_reply is live.store.get(3).turn
     assert replayed.describe() == live.describe()
     assert [s.tokens for s in replayed.sample_sequences()] == [s.tokens for s in live.sample_sequences()]
+
+
+def test_each_node_knows_its_path_length_and_a_child_cannot_keep_more_ids_than_its_parent_path() -> None:
+    """Set when a node is added (no walk up the path per turn): equal to its assembled path, also after a child
+    that keeps fewer of its parent's ids (a junction that drops trailing ids) and on a second branch."""
+    t = tree()
+    three_turns(t)
+    messages = [U1, assistant("a1"), T1B]
+    plan = t.plan(messages, None, "f", False)
+    event = commit_event(t, plan, "b2")
+    t.apply(dataclasses.replace(event, kept_parent_ids=event.kept_parent_ids - 1))
+    for node in t.store:
+        assert node.path_length == len(t.store.path_ids(node.node_id)), node.node_id
+    too_many = commit_event(t, t.plan([*messages, assistant("b2"), T2], None, "g", False), "b3")
+    with pytest.raises(TrajectoryIntegrityError, match=r"keeps \d+ ids of a \d+-id parent path"):
+        t.store.add(dataclasses.replace(too_many, kept_parent_ids=t.store.get(3).path_length + 1))

@@ -6,18 +6,21 @@ decodes 3-10x slower (benchmarks/engines.py).
 Every transport or protocol failure leaves here as a `tito.errors` Engine*Error carrying the engine's own words
 (its `{"error": {"message": ...}}` body, or the transport's message); no `httpx` exception or `KeyError` escapes.
 
-Imports nothing from tito but errors.
+Imports nothing from tito but errors and engines.connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
 
+from tito.engines.connections import ConnectionPool, HttpProtocolError
 from tito.errors import (
     EngineError,
     EngineRequestError,
@@ -44,6 +47,7 @@ class HttpEngineClient:
             timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
+        self._pool, self._prefix = _json_pool(self.base_url, timeout, min(connect_timeout, timeout))
 
     async def get(self, path: str) -> httpx.Response:
         """GET `path`; a non-2xx status raises the matching Engine*Error."""
@@ -53,13 +57,21 @@ class HttpEngineClient:
         return response
 
     async def post_json(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Any:
-        """POST a JSON body and decode the JSON reply (None for an empty body)."""
+        """POST a JSON body and decode the JSON reply (None for an empty body); over plain http, on the small
+        connection pool (tito.engines.connections): the per-turn call."""
+        content = orjson.dumps(body)
         async with self._errors_mapped(path):
-            response = await self._client.post(path, content=orjson.dumps(body), headers=_json_headers(headers))
-        self.raise_for_status(path, response)
-        if not response.content:
+            if self._pool is None:
+                response = await self._client.post(path, content=content, headers=_json_headers(headers))
+                status, content = response.status_code, response.content
+            else:
+                reply = await self._pool.request("POST", self._prefix + path, content, _json_headers(headers))
+                status, content = reply.status, reply.content
+        if status >= 400:
+            self.raise_for_status(path, httpx.Response(status, content=content))
+        if not content:
             return None
-        return self.decode(path, response.content)
+        return self.decode(path, content)
 
     async def post_sse(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
@@ -122,6 +134,8 @@ class HttpEngineClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._pool is not None:
+            await self._pool.aclose()
 
     @asynccontextmanager
     async def _errors_mapped(self, path: str) -> AsyncIterator[None]:
@@ -137,6 +151,14 @@ class HttpEngineClient:
             ) from exc
         except httpx.HTTPError as exc:
             raise EngineResponseError(self.engine, f"{path}: {type(exc).__name__}: {exc}") from exc
+        except TimeoutError as exc:
+            raise EngineTimeoutError(self.engine, f"{path}: no answer in time") from exc
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            raise EngineUnavailableError(
+                self.engine, f"{path} on {self.base_url}: {type(exc).__name__}: {exc or 'connection lost'}"
+            ) from exc
+        except HttpProtocolError as exc:
+            raise EngineResponseError(self.engine, f"{path}: {exc}") from exc
 
 
 def engine_words(content: bytes) -> str:
@@ -169,6 +191,15 @@ def require(engine: str, container: Any, key: str, where: str) -> Any:
         shown = sorted(container)[:12] if isinstance(container, dict) else type(container).__name__
         raise EngineResponseError(engine, f"reply has no {where}.{key} (got {shown})")
     return container[key]
+
+
+def _json_pool(base_url: str, timeout: float, connect_timeout: float) -> tuple[ConnectionPool | None, str]:
+    """The JSON POST pool and the URL's path prefix for a plain `http://` URL; (None, "") otherwise (https: httpx)."""
+    url = urlsplit(base_url)
+    if url.scheme != "http" or not url.hostname:
+        return None, ""
+    pool = ConnectionPool(url.hostname, url.port or 80, timeout=timeout, connect_timeout=connect_timeout)
+    return pool, url.path.rstrip("/")
 
 
 def _json_headers(headers: Mapping[str, str] | None) -> dict[str, str]:

@@ -106,7 +106,7 @@ def build_prompt_ids(
 ) -> tuple[list[int], int]:
     """The turn's prompt ids (stored ids + junction + appended ids + generation prompt) and how many stored ids
     it keeps. The role gate and the append-only check run inside merge_tokens."""
-    prompt_ids = tito_tokenizer.merge_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
+    prompt_ids = tito_tokenizer.merge_recorded_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
     if not plan.stored_messages:
         return prompt_ids, 0
     return prompt_ids, tito_tokenizer.kept_stored_ids(plan.stored_ids)
@@ -167,7 +167,7 @@ async def generate(state: ServerState, prepared: PreparedTurn) -> Generation:
 
 def parse_generation(prepared: PreparedTurn, generation: Generation) -> ParseResult:
     try:
-        return prepared.tito_tokenizer.parse_completion(
+        return prepared.tito_tokenizer.parse_built_completion(
             generation.output_ids, prepared.prompt_ids, prepared.request.tools
         )
     except TitoError:

@@ -1,5 +1,10 @@
-"""Run the app with uvicorn: in a background thread on 127.0.0.1 (tests, the demo), or on a socket bound first
-(`tito serve`).
+"""How tito runs its app under uvicorn: the connection settings, the in-thread server (tests, the demo: started, then
+stopped) and `tito serve`'s socket, bound before the base URL is announced.
+
+Connections: an idle kept-alive connection is held for `KEEP_ALIVE_SECONDS`, longer than HTTP clients keep an idle
+connection (httpx and the openai SDK 5 s, aiohttp 15 s), so a client never sends a request on a connection the
+server is closing at that moment (with uvicorn's default of 5 s, equal to httpx's, such a request dies with a reset:
+httpx.ReadError). The listen backlog holds a burst of new connections until they are accepted.
 
 Imports nothing from tito.
 """
@@ -15,11 +20,16 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+KEEP_ALIVE_SECONDS = 75
+LISTEN_BACKLOG = 4096
+
 
 @contextlib.contextmanager
 def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> Iterator[str]:
     """Serve `app` until the block ends; yields the base URL (port 0: a free port chosen by the OS)."""
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="tito-uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
@@ -42,7 +52,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     `tito serve` binds before it announces the base URL, so the URL names the real port and never precedes a
     bind error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, backlog=2048)
+    return socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
 
 
 def bound_port(sock: socket.socket) -> int:
@@ -52,5 +62,6 @@ def bound_port(sock: socket.socket) -> int:
 def serve_on_socket(app: FastAPI, sock: socket.socket, log_level: str = "warning") -> None:
     """Serve `app` on the listening `sock` until interrupted (Ctrl-C, SIGTERM); uvicorn's own access log stays off
     (tito writes its own, `tito.server.access_log`)."""
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
     uvicorn.Server(config).run(sockets=[sock])

@@ -43,8 +43,9 @@ class ServerOptions:
     """max_new_tokens when a request names none and the engine declares no context length."""
     model_name: str | None = None
     """What `/v1/models` and replies call the model; default: the engine's model name."""
-    offload_chars: int = 20_000
-    """Appended text longer than this is rendered and tokenized off the event loop."""
+    offload_chars: int = 4_096
+    """Appended text longer than this is rendered and tokenized off the event loop (about 1 ms of tokenizing; the
+    tokenizer releases the GIL, so the loop serves other requests meanwhile)."""
     trajectory: TrajectoryKind = TrajectoryKind.LINEAR
     """The kind of a session whose `POST /sessions` names none."""
     strict_append_only: bool = False

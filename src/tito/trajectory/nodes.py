@@ -27,6 +27,9 @@ class TrajectoryIntegrityError(TitoError):
 class Node:
     turn: TurnCommitted
     children: list[int] = field(default_factory=list)
+    path_length: int = 0
+    """The number of ids on the path through this node (its full prompt and its sampled ids), set when it is added:
+    a turn's check of its parent's length does not walk the path."""
 
     @property
     def node_id(self) -> int:
@@ -99,7 +102,7 @@ class NodeStore:
             raise TrajectoryIntegrityError(f"node id {turn.node_id} was already used in this session")
         if turn.parent_id is not None:
             parent = self.get(turn.parent_id)
-            parent_length = self.path_length(turn.parent_id)
+            parent_length = parent.path_length
             if not 0 <= turn.kept_parent_ids <= parent_length:
                 raise TrajectoryIntegrityError(
                     f"node {turn.node_id} keeps {turn.kept_parent_ids} ids of a {parent_length}-id parent path"
@@ -109,7 +112,7 @@ class NodeStore:
             if turn.kept_parent_ids != 0:
                 raise TrajectoryIntegrityError(f"root node {turn.node_id} cannot keep parent ids")
             self._roots.append(turn.node_id)
-        node = Node(turn)
+        node = Node(turn, path_length=turn.kept_parent_ids + len(turn.prompt_ids) + len(turn.output_ids))
         self._nodes[turn.node_id] = node
         self._next_node_id = turn.node_id + 1
         return node
@@ -150,11 +153,7 @@ class NodeStore:
 
     def path_length(self, node_id: int) -> int:
         """The number of ids on the path, without assembling them."""
-        length = 0
-        for node in self.path(node_id):
-            turn = node.turn
-            length = min(length, turn.kept_parent_ids) + len(turn.prompt_ids) + len(turn.output_ids)
-        return length
+        return self.get(node_id).path_length
 
     def path_ids(self, node_id: int) -> array[int]:
         """The node's ids: its full prompt, then its sampled ids."""

@@ -1,0 +1,123 @@
+"""A fast stand-in inference engine on a real socket, in its own process: SGLang's or vLLM's wire, scripted ids.
+
+`benchmarks/server_overhead.py --wire` runs it beside `tito serve` so tito is measured the way users run it: an HTTP
+engine client, the engine's reply parsing, growing prompts, many connections. It answers every generate call at
+once with the same scripted ids (cut at the request's max tokens) and logprobs, in the reply shapes of
+tests/engines/fake_sglang.py and fake_vllm.py (SGLang `POST /generate`; vLLM `POST /v1/completions` with a
+token-id prompt, `GET /v1/models`), non-streaming only. It is a raw asyncio HTTP/1.1 server with orjson, not
+Starlette, so that the engine costs as little as possible: what tito adds is then the visible part.
+
+Run: python benchmarks/wire_engine.py sglang|vllm PORT IDS   (IDS: comma-separated reply ids)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+MODEL = "wire-engine"
+Handler = Callable[[Any], Any]
+
+
+def logprob(position: int) -> float:
+    return -(position + 1) / 8
+
+
+def sglang_generate(reply_ids: list[int]) -> Handler:
+    def answer(body: Any) -> Any:
+        params = body["sampling_params"]
+        ids = reply_ids[: params["max_new_tokens"]]
+        stopped = ids and ids[-1] in params["stop_token_ids"]
+        finish = {"type": "stop", "matched": ids[-1]} if stopped else {"type": "length", "length": len(ids)}
+        meta = {
+            "id": body["rid"], "finish_reason": finish, "prompt_tokens": len(body["input_ids"]),
+            "completion_tokens": len(ids), "cached_tokens": 0, "weight_version": "default",
+            "output_token_logprobs": [[logprob(i), token, None] for i, token in enumerate(ids)], "e2e_latency": 0.0,
+        }  # fmt: skip
+        return {"text": "", "output_ids": ids, "meta_info": meta}
+
+    return answer
+
+
+def vllm_completions(reply_ids: list[int]) -> Handler:
+    def answer(body: Any) -> Any:
+        prompt = body["prompt"]
+        ids = reply_ids[: body["max_tokens"]]
+        stopped = bool(ids) and ids[-1] in (body.get("stop_token_ids") or [])
+        logprobs = [logprob(i) for i in range(len(ids))]
+        choice = {
+            "index": 0, "text": "", "finish_reason": "stop" if stopped else "length",
+            "stop_reason": ids[-1] if stopped else None, "token_ids": ids, "prompt_logprobs": None,
+            "prompt_token_ids": None,
+            "logprobs": {"text_offset": list(range(len(ids))), "token_logprobs": logprobs,
+                         "tokens": [f"<t{token}>" for token in ids], "top_logprobs": None},
+        }  # fmt: skip
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(ids), "total_tokens": len(prompt) + len(ids)}
+        return {"id": "cmpl-1", "object": "text_completion", "model": MODEL, "choices": [choice], "usage": usage}
+
+    return answer
+
+
+def routes(kind: str, reply_ids: list[int]) -> dict[tuple[bytes, bytes], Handler]:
+    models = {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 131072}]}
+    common: dict[tuple[bytes, bytes], Handler] = {
+        (b"GET", b"/health"): lambda body: None,
+        (b"GET", b"/v1/models"): lambda body: models,
+        (b"GET", b"/get_model_info"): lambda body: {"model_path": MODEL, "is_generation": True},
+    }
+    if kind == "sglang":
+        return {**common, (b"POST", b"/generate"): sglang_generate(reply_ids)}
+    return {**common, (b"POST", b"/v1/completions"): vllm_completions(reply_ids)}
+
+
+def response(status: bytes, body: bytes) -> bytes:
+    head = b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "
+    return head + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+async def serve_connection(
+    table: dict[tuple[bytes, bytes], Handler], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Keep-alive HTTP/1.1: one request after another until the client closes."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            request_line, *header_lines = head[:-4].split(b"\r\n")
+            method, path, _ = request_line.split(b" ", 2)
+            length = 0
+            for line in header_lines:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            payload = await reader.readexactly(length) if length else b""
+            handler = table.get((method, path.split(b"?", 1)[0]))
+            if handler is None:
+                writer.write(response(b"404 Not Found", orjson.dumps({"error": {"message": f"no route {path!r}"}})))
+            else:
+                answer = handler(orjson.loads(payload) if payload else None)
+                writer.write(response(b"200 OK", orjson.dumps(answer) if answer is not None else b""))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main(kind: str, port: int, reply_ids: list[int]) -> None:
+    table = routes(kind, reply_ids)
+    server = await asyncio.start_server(
+        lambda reader, writer: serve_connection(table, reader, writer), "127.0.0.1", port, backlog=4096
+    )
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    engine_kind, engine_port, ids_text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if engine_kind not in ("sglang", "vllm"):
+        sys.exit(f"engine kind {engine_kind!r}: choose sglang or vllm")
+    asyncio.run(main(engine_kind, engine_port, [int(token) for token in ids_text.split(",")]))

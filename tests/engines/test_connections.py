@@ -1,0 +1,256 @@
+"""The engine's JSON POST connection pool against a scripted raw HTTP server: kept-alive reuse, chunked and
+read-to-close bodies, a connection the server closed while idle, cancellation, timeouts, malformed replies."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from tito.engines.connections import ConnectionPool, HttpProtocolError
+from tito.engines.http import HttpEngineClient
+from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
+
+Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | None]]
+"""Given one request's body (and the connection's reader): the raw reply to send, or None to hang up."""
+
+
+class RawServer:
+    """One asyncio HTTP/1.1 server on 127.0.0.1 whose replies a test scripts; counts connections and requests."""
+
+    def __init__(self, reply: Reply, close_after_reply: bool = False) -> None:
+        self.reply = reply
+        self.close_after_reply = close_after_reply
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> RawServer:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.split(b"\r\n")
+                length = next(int(line.split(b":")[1]) for line in lines if line.startswith(b"content-length"))
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                reply = await self.reply(body, reader)
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+                if self.close_after_reply:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def json_reply(body: bytes = b'{"ok": true}', extra: bytes = b"") -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s" % (
+        len(body), extra, body,
+    )  # fmt: skip
+
+
+async def echo(body: bytes, reader: asyncio.StreamReader) -> bytes:
+    return json_reply(body)
+
+
+def pool(port: int, keepalive_expiry: float = 4.0) -> ConnectionPool:
+    return ConnectionPool("127.0.0.1", port, timeout=5.0, connect_timeout=2.0, keepalive_expiry=keepalive_expiry)
+
+
+@pytest.mark.asyncio
+async def test_requests_one_after_another_reuse_one_kept_alive_connection():
+    async with RawServer(echo) as server:
+        client = pool(server.port)
+        for index in range(20):
+            reply = await client.request("POST", "/generate", b'{"n": %d}' % index, {"x-smg-routing-key": "s1"})
+            assert (reply.status, reply.content) == (200, b'{"n": %d}' % index)
+        assert server.connections == 1
+        assert b"x-smg-routing-key: s1\r\n" in server.requests[0] and b"host: 127.0.0.1:" in server.requests[0]
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_concurrent_requests_each_get_their_own_reply_on_their_own_connection():
+    async def slow_echo(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        await asyncio.sleep(0.01)
+        return json_reply(body)
+
+    async with RawServer(slow_echo) as server:
+        client = pool(server.port)
+        replies = await asyncio.gather(*(client.request("POST", "/g", b"%d" % i, {}) for i in range(50)))
+        assert [reply.content for reply in replies] == [b"%d" % i for i in range(50)]
+        assert server.connections == 50
+        await asyncio.gather(*(client.request("POST", "/g", b"x", {}) for _ in range(50)))
+        assert server.connections == 50  # the second wave reused them
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_chunked_and_read_to_close_bodies_are_read_whole():
+    async def chunked(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{"a":\r\n3;x=y\r\n 1}\r\n0\r\n\r\n'
+
+    async with RawServer(chunked) as server:
+        client = pool(server.port)
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
+        assert server.connections == 1
+        await client.aclose()
+
+    async def to_close(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b'HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{"b": 2}'
+
+    async with RawServer(to_close, close_after_reply=True) as server:
+        client = pool(server.port)
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"b": 2}'
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"b": 2}'
+        assert server.connections == 2
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_connection_the_server_closed_while_idle_is_replaced_and_the_request_succeeds():
+    async with RawServer(echo, close_after_reply=True) as server:  # closes after each reply, no `connection: close`
+        client = pool(server.port)
+        for index in range(5):
+            assert (await client.request("POST", "/g", b"%d" % index, {})).content == b"%d" % index
+        assert server.connections == 5
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_connection_closed_after_the_request_on_a_fresh_connection_is_an_error_not_a_resend():
+    async def hang_up(body: bytes, reader: asyncio.StreamReader) -> None:
+        return None
+
+    async with RawServer(hang_up) as server:
+        client = pool(server.port)
+        with pytest.raises(ConnectionResetError, match="closed the connection before replying"):
+            await client.request("POST", "/g", b"{}", {})
+        assert len(server.requests) == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_idle_connection_past_the_keepalive_expiry_is_not_reused():
+    async with RawServer(echo) as server:
+        client = pool(server.port, keepalive_expiry=0.05)
+        await client.request("POST", "/g", b"1", {})
+        await asyncio.sleep(0.1)
+        await client.request("POST", "/g", b"2", {})
+        assert server.connections == 2
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_request_closes_its_connection_so_the_engine_sees_the_client_leave():
+    left = asyncio.Event()
+
+    async def until_the_client_leaves(body: bytes, reader: asyncio.StreamReader) -> None:
+        assert await reader.read() == b""  # the end of the stream: the client closed the connection
+        left.set()
+        return None
+
+    async with RawServer(until_the_client_leaves) as server:
+        client = pool(server.port)
+        task = asyncio.create_task(client.request("POST", "/g", b"{}", {}))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(left.wait(), 5)
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_engine_client_maps_timeouts_malformed_replies_and_refusals_to_engine_errors():
+    async def never(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        await asyncio.sleep(30)
+        return json_reply()
+
+    async with RawServer(never) as server:
+        client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=0.2)
+        with pytest.raises(EngineTimeoutError, match="/generate: no answer in time"):
+            await client.post_json("/generate", {"input_ids": [1]})
+        await client.aclose()
+
+    async def garbage(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b"SSH-2.0-OpenSSH\r\n\r\n"
+
+    async with RawServer(garbage) as server:
+        with pytest.raises(HttpProtocolError, match="not an HTTP status line"):
+            await pool(server.port).request("POST", "/g", b"", {})
+        client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=2)
+        with pytest.raises(EngineResponseError, match="/generate: not an HTTP status line"):
+            await client.post_json("/generate", {})
+        await client.aclose()
+
+    async def endless_line(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b"H" * 100_000
+
+    async with RawServer(endless_line) as server:
+        with pytest.raises(HttpProtocolError, match="a status line longer than"):
+            await pool(server.port).request("POST", "/g", b"", {})
+
+    async def refuse(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return b'HTTP/1.1 400 Bad Request\r\ncontent-length: 41\r\n\r\n{"error": {"message": "prompt too long"}}'
+
+    async with RawServer(refuse) as server:
+        closed_port = server.port
+        client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}/", timeout=2)
+        with pytest.raises(EngineRequestError, match=r"\(HTTP 400\): /generate: prompt too long"):
+            await client.post_json("/generate", {})
+        await client.aclose()
+    client = HttpEngineClient("sglang", f"http://127.0.0.1:{closed_port}", timeout=2)
+    with pytest.raises(EngineUnavailableError, match="Connect"):
+        await client.post_json("/generate", {})
+    await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_url_path_prefix_is_kept_and_a_header_with_a_line_break_is_refused():
+    async with RawServer(echo) as server:
+        client = HttpEngineClient("vllm", f"http://127.0.0.1:{server.port}/engine-a/", timeout=2)
+        assert await client.post_json("/v1/completions", {"a": 1}) == {"a": 1}
+        assert server.requests[0].startswith(b"POST /engine-a/v1/completions HTTP/1.1\r\n")
+        with pytest.raises(ValueError, match="line break"):
+            await pool(server.port).request("POST", "/g", b"", {"x-key": "a\r\nx-evil: 1"})
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_https_engine_url_is_spoken_to_over_tls_not_over_the_plain_pool():
+    """https:// goes through httpx (TLS); the plain HTTP/1.1 pool is for http:// only. A server that records the
+    first bytes it gets sees a TLS handshake record (0x16), not a request line."""
+    first_bytes: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first_bytes.append(await reader.read(5))
+        writer.close()
+
+    server = await asyncio.start_server(record, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = HttpEngineClient("sglang", f"https://127.0.0.1:{port}", timeout=5)
+    with pytest.raises(EngineUnavailableError):
+        await client.post_json("/generate", {"input_ids": [1]})
+    await client.aclose()
+    server.close()
+    assert first_bytes and first_bytes[0][:1] == b"\x16", first_bytes
