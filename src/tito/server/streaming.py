@@ -110,8 +110,9 @@ class StreamEncoder(Protocol):
     """One dialect's events of one streamed turn, as SSE bytes; the core calls it in this order: `opening` once,
     `chunk` per engine chunk, then `closing` once the turn is committed, or `failure` instead."""
 
-    response_id: str
-    """Recorded as the turn's `response_id` (chat: `chatcmpl-...`)."""
+    def label(self, turn: TurnCommitted) -> TurnCommitted:
+        """The turn as the dialect records it: its response id (chat: `chatcmpl-...`), its metadata."""
+        ...
 
     def opening(self) -> bytes:
         """What leaves before the engine's first ids."""
@@ -138,7 +139,9 @@ class ChatStreamEncoder:
         self.include_usage = include_usage
         self.with_ids = with_ids
         self.chunks = ChunkEncoder(model) if turn is None else ChunkEncoder(model, turn.response_id, int(turn.at))
-        self.response_id = self.chunks.response_id
+
+    def label(self, turn: TurnCommitted) -> TurnCommitted:
+        return replace(turn, response_id=self.chunks.response_id)
 
     def opening(self) -> bytes:
         return self.chunks.chunk({"role": "assistant", "content": ""})
@@ -241,7 +244,7 @@ async def stream_turn(
                     engine.info.name, f"the engine aborted the generation: {generation.finish.detail}"
                 )
         last_deltas, result = parser.finish()
-        turn = replace(build_turn(prepared, generation, result, engine.info), response_id=encoder.response_id)
+        turn = encoder.label(build_turn(prepared, generation, result, engine.info))
         committed = await state.registry.commit(prepared.session, prepared.plan, turn)
         if committed is None:
             raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
