@@ -5,7 +5,6 @@ scripted engine): the same turns, trajectory and samples as chat completions, a 
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 import anthropic
@@ -14,6 +13,7 @@ import orjson
 import pytest
 
 from tests.server.conftest import Server
+from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
 from tito.tokenizer_loading import LocalTokenizer
 
 CALL = (
@@ -46,20 +46,6 @@ def claude(server: Server, session_id: str, retries: int = 0) -> anthropic.Anthr
 
 def chat(server: Server, session_id: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.chat_url(session_id), api_key="unused", max_retries=0)
-
-
-def ids_of(tokenizer: LocalTokenizer, text: str) -> list[int]:
-    return list(tokenizer.encode(text, add_special_tokens=False))
-
-
-def samples_of(server: Server, session_id: str) -> list[dict[str, Any]]:
-    response = server.http.post(f"/sessions/{session_id}/samples")
-    assert response.status_code == 200, response.text
-    return list(response.json()["samples"])
-
-
-def turns_of(server: Server, session_id: str) -> list[dict[str, Any]]:
-    return list(server.http.get(f"/sessions/{session_id}").json()["turns"])
 
 
 def blocks(message: anthropic.types.Message) -> list[dict[str, Any]]:
@@ -254,16 +240,7 @@ def test_a_client_that_disconnects_mid_stream_commits_nothing(server: Server, qw
     server.engine.delay = 0.3  # per chunk; cut short by the abort
     session_id = server.new_session()
     body = {"messages": [{"role": "user", "content": QUESTION}], "max_tokens": 200, "stream": True}
-    with server.http.stream("POST", f"/sessions/{session_id}/v1/messages", json=body) as response:
-        for line in response.iter_lines():
-            if line == "event: content_block_delta":
-                break  # the engine is sampling: hang up
-    request_id = server.engine.requests[-1].request_id
-    deadline = time.monotonic() + 5
-    while request_id not in server.engine.aborted and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert request_id in server.engine.aborted
-    time.sleep(0.1)
+    hang_up_while_sampling(server, f"/sessions/{session_id}/v1/messages", body, "content_block_delta")
     assert turns_of(server, session_id) == []
 
 

@@ -6,7 +6,6 @@ stream, a signed round trip, and a session that mixes all three dialects.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anthropic
@@ -15,7 +14,8 @@ import orjson
 import pytest
 
 from tests.server.conftest import Server
-from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION, ids_of, samples_of, turns_of
+from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
+from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS: Any = [{"type": "function", **tool["function"]} for tool in CHAT_TOOLS]
@@ -179,16 +179,7 @@ def test_a_client_that_disconnects_mid_stream_commits_nothing(server: Server, qw
     server.engine.delay = 0.3
     session_id = server.new_session()
     body = {"input": QUESTION, "stream": True}
-    with server.http.stream("POST", f"/sessions/{session_id}/v1/responses", json=body) as response:
-        for line in response.iter_lines():
-            if line.endswith(".delta"):
-                break
-    request_id = server.engine.requests[-1].request_id
-    deadline = time.monotonic() + 5
-    while request_id not in server.engine.aborted and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert request_id in server.engine.aborted
-    time.sleep(0.1)
+    hang_up_while_sampling(server, f"/sessions/{session_id}/v1/responses", body, ".delta")
     assert turns_of(server, session_id) == []
 
 

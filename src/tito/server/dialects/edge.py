@@ -5,7 +5,7 @@ dialect's turn is recorded with.
 Everything here runs before planning: the edge only decides which assistant message the internal chat request
 carries; planning, the role gate and matching are the chat path's, unchanged.
 
-Imports from tito: families.base, server.dialects.signing, server.sessions, trajectory.events.
+Imports from tito: families.base, server.dialects.signing, server.errors, server.sessions, trajectory.events.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from tito.families.base import Family
 from tito.server.dialects.signing import RoundTripSigner
+from tito.server.errors import BadRequestError
 from tito.server.sessions import Session
 from tito.trajectory.events import Message, TurnCommitted
 
@@ -82,6 +83,17 @@ def _json_value(arguments: Any) -> Any:
 
 def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
+
+
+def function_tool(where: str, name: Any, description: Any, parameters: Any) -> dict[str, Any]:
+    """A client tool as chat completions' `{"type": "function", "function": {...}}`."""
+    if not isinstance(name, str):
+        raise BadRequestError(f"{where}.name: required, a string")
+    function: dict[str, Any] = {"name": name}
+    if description is not None:
+        function["description"] = description
+    function["parameters"] = parameters or {"type": "object"}
+    return {"type": "function", "function": function}
 
 
 def thinking_kwargs(family: Family, enabled: bool | None) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.parsing.incremental import Delta
-from tito.server.dialects.edge import resent_assistant, signed_turn, stored_turn, thinking_kwargs
+from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, stored_turn, thinking_kwargs
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
 from tito.server.models import ChatCompletionRequest
@@ -232,13 +232,7 @@ def _chat_tool(index: int, tool: dict[str, Any]) -> dict[str, Any]:
         raise BadRequestError(
             f"tools[{index}].type: {tool.get('type')!r} is not supported: tito records function tools the agent runs"
         )
-    if not isinstance(tool.get("name"), str):
-        raise BadRequestError(f"tools[{index}].name: required, a string")
-    function: dict[str, Any] = {"name": tool["name"]}
-    if tool.get("description") is not None:
-        function["description"] = tool["description"]
-    function["parameters"] = tool.get("parameters") or {"type": "object"}
-    return {"type": "function", "function": function}
+    return function_tool(f"tools[{index}]", tool.get("name"), tool.get("description"), tool.get("parameters"))
 
 
 def _chat_tool_choice(choice: str | dict[str, Any]) -> Any:
