@@ -5,6 +5,7 @@ scripted engine): the same turns, trajectory and samples as chat completions, a 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -14,6 +15,8 @@ import pytest
 
 from tests.server.conftest import Server
 from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
+from tito.server.dialects.anthropic import message_body
+from tito.server.dialects.signing import RoundTripSigner
 from tito.tokenizer_loading import LocalTokenizer
 
 CALL = (
@@ -334,3 +337,15 @@ def test_the_dialect_is_recorded_in_the_turn_metadata_only(server: Server) -> No
     claude(server, session_id).messages.create(model="m", max_tokens=20, messages=[{"role": "user", "content": "hi"}])
     turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
     assert turn.metadata["dialect"] == "anthropic" and turn.response_id.startswith("msg_")
+
+
+def test_a_matched_stop_sequence_is_the_stop_reason_and_names_the_sequence(server: Server) -> None:
+    session_id = server.new_session()
+    claude(server, session_id).messages.create(model="m", max_tokens=500, messages=[{"role": "user", "content": "hi"}])
+    turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+    assert message_body(turn, "m", RoundTripSigner(b"k" * 32))["stop_reason"] == "end_turn"
+    stopped = replace(turn, finish_reason="stop", metadata={**turn.metadata, "stop_string": "END"})
+    body = message_body(stopped, "m", RoundTripSigner(b"k" * 32))
+    assert (body["stop_reason"], body["stop_sequence"]) == ("stop_sequence", "END")
+    cut = message_body(replace(turn, finish_reason="length"), "m", RoundTripSigner(b"k" * 32))
+    assert cut["stop_reason"] == "max_tokens"

@@ -159,3 +159,26 @@ def test_a_dialect_tool_loop_is_the_chat_completions_sample_bit_for_bit(tito: Ti
         assert sample[key] == reference[key], key
     sampled = len(tito.scripts[0]) + len(tito.scripts[1])
     assert sum(sample["loss_mask"]) == sampled - tito.dropped  # both turns' sampled ids, the junction's drop aside
+
+
+@pytest.mark.parametrize("family", ["qwen35", "deepseekv4"])
+def test_the_dialects_thinking_settings_are_the_familys_thinking_switch(family: str) -> None:
+    state = build_state(ServerOptions(family=family), engine="instant")
+    switch = state.tokenizers.family.thinking_kwarg
+    assert switch is not None
+    question: Any = [{"role": "user", "content": QUESTION}]
+    with serve_in_thread(create_app(state)) as url:
+        http = openai.OpenAI(base_url=url, api_key="-")
+        recorded: list[Any] = []
+        for dialect, setting in [("anthropic", False), ("anthropic", True), ("responses", False), ("responses", True)]:
+            session_id = str(http.post("/sessions", cast_to=dict)["session_id"])
+            if dialect == "anthropic":
+                claude = anthropic.Anthropic(base_url=f"{url}/sessions/{session_id}", api_key="-", max_retries=0)
+                thinking: Any = {"type": "enabled", "budget_tokens": 100} if setting else {"type": "disabled"}
+                claude.messages.create(model="m", max_tokens=20, messages=question, thinking=thinking)
+            else:
+                responses = openai.OpenAI(base_url=f"{url}/sessions/{session_id}/v1", api_key="-").responses
+                responses.create(model="m", input=question, reasoning={"effort": "high" if setting else "none"})
+            turn = state.registry.get(session_id).trajectory.store.get(0).turn
+            recorded.append(turn.metadata["chat_template_kwargs"][switch])
+    assert recorded == [False, True, False, True]
