@@ -252,34 +252,44 @@ def _thinking_enabled(thinking: dict[str, Any] | None) -> bool | None:
     raise BadRequestError(f"thinking.type: must be enabled, adaptive or disabled, not {kind!r}")
 
 
+def sse(event: dict[str, Any]) -> bytes:
+    """One Anthropic stream event: its type as the SSE event name, the event as data."""
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+_DELTA_FIELDS = {"thinking": ("thinking_delta", "thinking"), "text": ("text_delta", "text"),
+                 "tool_use": ("input_json_delta", "partial_json")}  # fmt: skip
+
+
 class Blocks:
-    """An Anthropic message's content blocks, built from the assistant message's deltas in order, and the stream
-    events each delta makes (`content_block_start`, `..._delta`, `..._stop`)."""
+    """An Anthropic message's content blocks, built from the assistant message's deltas in order, and (when
+    `events` is a list) the stream events each delta makes, as SSE bytes (`content_block_start`, `..._delta`,
+    `..._stop`). A delta that continues the open block is the hot path: its event's head is encoded once."""
 
     def __init__(self, signature: str) -> None:
         self.signature = signature
         self.blocks: list[dict[str, Any]] = []
         self._parts: list[list[str]] = []
         self._open: str | None = None
+        self._delta_head = b""
 
-    def feed(self, deltas: Sequence[Delta], events: list[dict[str, Any]]) -> None:
+    def feed(self, deltas: Sequence[Delta], events: list[bytes] | None) -> None:
         for delta in deltas:
             if delta.reasoning_content is not None:
                 self._into("thinking", events)
-                thinking = delta.reasoning_content
-                self._add(thinking, {"type": "thinking_delta", "thinking": thinking}, events)
+                self._add(delta.reasoning_content, events)
             elif delta.content is not None:
                 self._into("text", events)
-                self._add(delta.content, {"type": "text_delta", "text": delta.content}, events)
+                self._add(delta.content, events)
             elif delta.tool_call is not None:
                 call = delta.tool_call
                 if call.id is not None:
                     self._close(events)
                     self._start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}, events)
                 if call.arguments:
-                    self._add(call.arguments, {"type": "input_json_delta", "partial_json": call.arguments}, events)
+                    self._add(call.arguments, events)
 
-    def close(self, events: list[dict[str, Any]]) -> None:
+    def close(self, events: list[bytes] | None) -> None:
         self._close(events)
 
     def content(self) -> list[dict[str, Any]]:
@@ -295,30 +305,39 @@ class Blocks:
                 content.append({**block, "input": orjson.loads(text) if text else {}})
         return content
 
-    def _into(self, kind: str, events: list[dict[str, Any]]) -> None:
+    def _into(self, kind: str, events: list[bytes] | None) -> None:
         if self._open != kind:
             self._close(events)
             empty = {"thinking": "", "signature": ""} if kind == "thinking" else {"text": ""}
             self._start({"type": kind, **empty}, events)
 
-    def _start(self, block: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _start(self, block: dict[str, Any], events: list[bytes] | None) -> None:
         self.blocks.append(block)
         self._parts.append([])
         self._open = block["type"]
-        events.append({"type": "content_block_start", "index": len(self.blocks) - 1, "content_block": block})
+        index = len(self.blocks) - 1
+        if events is not None:
+            events.append(sse({"type": "content_block_start", "index": index, "content_block": block}))
+            kind, field = _DELTA_FIELDS[block["type"]]
+            self._delta_head = (
+                b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":'
+                % (index, kind.encode(), field.encode())
+            )
 
-    def _add(self, text: str, delta: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _add(self, text: str, events: list[bytes] | None) -> None:
         self._parts[-1].append(text)
-        events.append({"type": "content_block_delta", "index": len(self.blocks) - 1, "delta": delta})
+        if events is not None:
+            events.append(self._delta_head + orjson.dumps(text) + b"}}\n\n")
 
-    def _close(self, events: list[dict[str, Any]]) -> None:
+    def _close(self, events: list[bytes] | None) -> None:
         if self._open is None:
             return
         index = len(self.blocks) - 1
-        if self._open == "thinking":
-            delta = {"type": "signature_delta", "signature": self.signature}
-            events.append({"type": "content_block_delta", "index": index, "delta": delta})
-        events.append({"type": "content_block_stop", "index": index})
+        if events is not None:
+            if self._open == "thinking":
+                delta = {"type": "signature_delta", "signature": self.signature}
+                events.append(sse({"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(sse({"type": "content_block_stop", "index": index}))
         self._open = None
 
 
@@ -357,9 +376,8 @@ def tito_facts(turn: TurnCommitted) -> dict[str, Any]:
 def message_body(turn: TurnCommitted, model: str, signer: RoundTripSigner) -> dict[str, Any]:
     """The `message` of a committed turn (also what an SDK retry of it gets back)."""
     blocks = Blocks(signer.sign(turn.session_id, turn.response_id))
-    events: list[dict[str, Any]] = []
-    blocks.feed(message_deltas(turn.assistant), events)
-    blocks.close(events)
+    blocks.feed(message_deltas(turn.assistant), None)
+    blocks.close(None)
     reason, sequence = stop_reason(turn)
     return {
         "id": turn.response_id,

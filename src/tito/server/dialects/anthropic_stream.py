@@ -14,22 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from tito.engines.protocol import GenerationChunk
 from tito.parsing.incremental import Delta
-from tito.server.dialects.anthropic import DIALECT, Blocks, error_body, stop_reason, tito_facts, usage
+from tito.server.dialects.anthropic import DIALECT, Blocks, error_body, sse, stop_reason, tito_facts, usage
 from tito.server.dialects.edge import labeller
 from tito.server.dialects.signing import RoundTripSigner
 from tito.trajectory.events import TurnCommitted
-
-
-def sse(event: dict[str, Any]) -> bytes:
-    return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
-
-
-def sse_all(events: Sequence[dict[str, Any]]) -> bytes:
-    return b"".join(sse(event) for event in events)
 
 
 class AnthropicStreamEncoder:
@@ -63,25 +53,22 @@ class AnthropicStreamEncoder:
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         if not deltas:
             return b""
-        events: list[dict[str, Any]] = []
+        events: list[bytes] = []
         self.blocks.feed(deltas, events)
-        return sse_all(events)
+        return b"".join(events)
 
     def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
-        events: list[dict[str, Any]] = []
+        events: list[bytes] = []
         self.blocks.feed(deltas, events)
         self.blocks.close(events)
         reason, sequence = stop_reason(turn)
-        events.append(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": reason, "stop_sequence": sequence},
-                "usage": usage(turn),
-                "tito": tito_facts(turn),
-            }
-        )
-        events.append({"type": "message_stop"})
-        return sse_all(events)
+        message_delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": sequence},
+            "usage": usage(turn),
+            "tito": tito_facts(turn),
+        }
+        return b"".join(events) + sse(message_delta) + sse({"type": "message_stop"})
 
     def failure(self, exc: Exception) -> bytes:
         return sse(error_body(exc)[0])

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tito.errors import TitoError
@@ -243,9 +244,24 @@ def _chat_tool_choice(choice: str | dict[str, Any]) -> Any:
     raise BadRequestError(f"tool_choice: {choice!r} is not supported (auto, none, required or a function)")
 
 
+Events = list[bytes] | None
+"""Where `Items` writes stream events (None: a whole reply, no events)."""
+_DELTAS: dict[str, tuple[str, dict[str, Any]]] = {
+    "reasoning": ("response.reasoning_text.delta", {"content_index": 0}),
+    "message": ("response.output_text.delta", {"content_index": 0, "logprobs": []}),
+    "function_call": ("response.function_call_arguments.delta", {}),
+}
+
+
+def _emit(events: Events, event: dict[str, Any]) -> None:
+    if events is not None:
+        events.append(b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event)[:-1])
+
+
 class Items:
-    """A response's output items, built from the assistant message's deltas in order, and the stream events each
-    delta makes (without `sequence_number`, which the stream encoder numbers)."""
+    """A response's output items, built from the assistant message's deltas in order, and (when `events` is a
+    list) the stream events each delta makes, as SSE bytes open before their `sequence_number` (the stream encoder
+    numbers them and closes them). A delta that continues the open item is the hot path: its head is encoded once."""
 
     def __init__(self, response_id: str, encrypted_content: str) -> None:
         self.suffix = response_id.removeprefix("resp_")
@@ -253,15 +269,16 @@ class Items:
         self.items: list[dict[str, Any]] = []
         self._parts: list[list[str]] = []
         self._open: str | None = None
+        self._delta_head = b""
 
-    def feed(self, deltas: Sequence[Delta], events: list[dict[str, Any]]) -> None:
+    def feed(self, deltas: Sequence[Delta], events: Events) -> None:
         for delta in deltas:
             if delta.reasoning_content is not None:
                 self._into("reasoning", events)
-                self._add(delta.reasoning_content, "response.reasoning_text.delta", events, content_index=0)
+                self._add(delta.reasoning_content, events)
             elif delta.content is not None:
                 self._into("message", events)
-                self._add(delta.content, "response.output_text.delta", events, content_index=0, logprobs=[])
+                self._add(delta.content, events)
             elif delta.tool_call is not None:
                 call = delta.tool_call
                 if call.id is not None:
@@ -269,12 +286,12 @@ class Items:
                     item = {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
                     self._start(item, events)
                 if call.arguments:
-                    self._add(call.arguments, "response.function_call_arguments.delta", events)
+                    self._add(call.arguments, events)
 
-    def close(self, events: list[dict[str, Any]]) -> None:
+    def close(self, events: Events) -> None:
         self._close(events)
 
-    def _into(self, kind: str, events: list[dict[str, Any]]) -> None:
+    def _into(self, kind: str, events: Events) -> None:
         if self._open == kind:
             return
         self._close(events)
@@ -283,24 +300,29 @@ class Items:
         else:
             self._start({"type": "message", "role": "assistant", "content": []}, events)
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            events.append({"type": "response.content_part.added", **self._where(), "content_index": 0, "part": part})
+            _emit(events, {"type": "response.content_part.added", **self._where(), "content_index": 0, "part": part})
 
     def _where(self) -> dict[str, Any]:
         return {"item_id": self.items[-1]["id"], "output_index": len(self.items) - 1}
 
-    def _start(self, item: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _start(self, item: dict[str, Any], events: Events) -> None:
         prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc"}[item["type"]]
         item = {"id": f"{prefix}_{self.suffix}_{len(self.items)}", **item, "status": "in_progress"}
         self.items.append(item)
         self._parts.append([])
         self._open = item["type"]
-        events.append({"type": "response.output_item.added", "output_index": len(self.items) - 1, "item": item})
+        _emit(events, {"type": "response.output_item.added", "output_index": len(self.items) - 1, "item": item})
+        if events is not None:
+            kind, fields = _DELTAS[item["type"]]
+            where = orjson.dumps({"type": kind, **self._where(), **fields})[:-1]
+            self._delta_head = b"event: " + kind.encode() + b"\ndata: " + where + b',"delta":'
 
-    def _add(self, text: str, kind: str, events: list[dict[str, Any]], **fields: Any) -> None:
+    def _add(self, text: str, events: Events) -> None:
         self._parts[-1].append(text)
-        events.append({"type": kind, **self._where(), **fields, "delta": text})
+        if events is not None:
+            events.append(self._delta_head + orjson.dumps(text))
 
-    def _close(self, events: list[dict[str, Any]]) -> None:
+    def _close(self, events: Events) -> None:
         if self._open is None:
             return
         where = self._where()
@@ -309,19 +331,19 @@ class Items:
         if self._open == "reasoning":
             item["content"] = [{"type": "reasoning_text", "text": text}]
             item["encrypted_content"] = self.encrypted_content
-            events.append({"type": "response.reasoning_text.done", **where, "content_index": 0, "text": text})
+            _emit(events, {"type": "response.reasoning_text.done", **where, "content_index": 0, "text": text})
         elif self._open == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
             item["content"] = [part]
             done = {"type": "response.output_text.done", **where, "content_index": 0, "text": text, "logprobs": []}
-            events.append(done)
-            events.append({"type": "response.content_part.done", **where, "content_index": 0, "part": part})
+            _emit(events, done)
+            _emit(events, {"type": "response.content_part.done", **where, "content_index": 0, "part": part})
         else:
             item["arguments"] = text
             done = {"type": "response.function_call_arguments.done", **where, "name": item["name"], "arguments": text}
-            events.append(done)
+            _emit(events, done)
         self.items[-1] = item
-        events.append({"type": "response.output_item.done", "output_index": where["output_index"], "item": item})
+        _emit(events, {"type": "response.output_item.done", "output_index": where["output_index"], "item": item})
         self._open = None
 
 
@@ -380,9 +402,8 @@ def finished(body: dict[str, Any], turn: TurnCommitted) -> dict[str, Any]:
 def response_body(turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner) -> dict[str, Any]:
     """The `response` of a committed turn (also what an SDK retry of it gets back)."""
     items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id))
-    events: list[dict[str, Any]] = []
-    items.feed(message_deltas(turn.assistant), events)
-    items.close(events)
+    items.feed(message_deltas(turn.assistant), None)
+    items.close(None)
     return finished(response_object(turn.response_id, model, turn.at, echo, items.items), turn)
 
 

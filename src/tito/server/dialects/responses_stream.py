@@ -53,18 +53,17 @@ class ResponsesStreamEncoder:
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         if not deltas:
             return b""
-        events: list[dict[str, Any]] = []
+        events: list[bytes] = []
         self.items.feed(deltas, events)
-        return b"".join(map(self._sse, events))
+        return self._numbered(events)
 
     def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
-        events: list[dict[str, Any]] = []
+        events: list[bytes] = []
         self.items.feed(deltas, events)
         self.items.close(events)
         response = finished(self._response(), turn)
         kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
-        events.append({"type": kind, "response": response})
-        return b"".join(map(self._sse, events))
+        return self._numbered(events) + self._sse({"type": kind, "response": response})
 
     def failure(self, exc: Exception) -> bytes:
         body, _ = error_body(exc)
@@ -79,6 +78,14 @@ class ResponsesStreamEncoder:
 
     def _response(self) -> dict[str, Any]:
         return response_object(self.response_id, self.model, self.created_at, self.echo, list(self.items.items))
+
+    def _numbered(self, events: list[bytes]) -> bytes:
+        """`Items`'s open events, each closed with its sequence number."""
+        closed = []
+        for event in events:
+            closed.append(event + b',"sequence_number":%d}\n\n' % self._sequence)
+            self._sequence += 1
+        return b"".join(closed)
 
     def _sse(self, event: dict[str, Any]) -> bytes:
         event["sequence_number"] = self._sequence
