@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -13,7 +14,7 @@ import openai
 import orjson
 import pytest
 
-from tests.server.conftest import Server
+from tests.server.conftest import Server, running_server
 from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
 from tito.server.dialects.anthropic import message_body
 from tito.server.dialects.signing import RoundTripSigner
@@ -349,3 +350,17 @@ def test_a_matched_stop_sequence_is_the_stop_reason_and_names_the_sequence(serve
     assert (body["stop_reason"], body["stop_sequence"]) == ("stop_sequence", "END")
     cut = message_body(replace(turn, finish_reason="length"), "m", RoundTripSigner(b"k" * 32))
     assert cut["stop_reason"] == "max_tokens"
+
+
+def test_a_journaled_servers_signatures_survive_a_restart(qwen3_tokenizer: LocalTokenizer, tmp_path: Path) -> None:
+    with running_server(qwen3_tokenizer, journal=tmp_path) as before:
+        session_id = before.new_session()
+        before.engine.queue(ids_of(qwen3_tokenizer, CALL))
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        first = claude(before, session_id).messages.create(model="m", max_tokens=200, messages=messages, tools=TOOLS)
+    with running_server(qwen3_tokenizer, journal=tmp_path) as after:
+        after.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+        result = {"type": "tool_result", "tool_use_id": first.content[-1].id, "content": "sunny"}  # type: ignore[union-attr]
+        messages += [{"role": "assistant", "content": reordered(blocks(first))}, {"role": "user", "content": [result]}]
+        claude(after, session_id).messages.create(model="m", max_tokens=200, messages=messages, tools=TOOLS)
+        assert len(turns_of(after, session_id)) == 2 and len(samples_of(after, session_id)) == 1
