@@ -8,8 +8,8 @@ chunk and per SSE event, and the ratio of each dialect's turn to chat's, measure
 Section `edge`: what a whole-reply turn adds outside the engine: parsing the body and translating it into the
 internal chat request, then writing the reply of the committed turn (a 6-message tool conversation, thinking on).
 Section `http`: a whole-reply turn over real HTTP (uvicorn in a thread, the `instant` engine): the 6-message
-conversation above sent as a session's first turn, each dialect's body to its route, interleaved; the median
-round trip and its ratio to chat's.
+conversation above sent as a session's first turn, each dialect's body to its route, interleaved; the best and
+median round trip, and the ratio of the best to chat's (the best is what a loaded machine disturbs least).
 Goal: each dialect within 1.2x of chat completions.
 
 Run from the repository root:
@@ -206,13 +206,14 @@ def http_section(args: argparse.Namespace) -> bool:
                 assert response.status_code == 200, response.text
                 if run >= 3:  # warm-up
                     seconds[name].append(elapsed)
-    print(f"\nwhole-reply turn over HTTP, instant engine (median of {args.runs * 5})")
-    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    print(f"\nwhole-reply turn over HTTP, instant engine ({args.runs * 5} per dialect, interleaved; ratio of the best)")
+    best = {name: min(values) for name, values in seconds.items()}
     worst = 0.0
-    for name, median in medians.items():
-        ratio = median / medians["chat"]
+    for name, values in seconds.items():
+        ratio = best[name] / best["chat"]
         worst = max(worst, ratio)
-        print(f"{name:>10} {median * 1e6:9.1f} us {ratio:6.2f} x chat")
+        print(f"{name:>10} best {best[name] * 1e6:9.1f} us, median {statistics.median(values) * 1e6:9.1f} us, "
+              f"{ratio:6.2f} x chat")  # fmt: skip
     passed = worst <= TARGET_RATIO
     print(f"worst dialect turn / chat turn = {worst:.2f} (<= {TARGET_RATIO}): {'PASS' if passed else 'MISS'}")
     return passed

@@ -108,7 +108,7 @@ def chat_request(
         body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice)
-    return ChatCompletionRequest.model_validate(body)
+    return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
 
 
 def _previous_messages(request: ResponsesRequest, session: Session) -> list[dict[str, Any]]:
