@@ -53,6 +53,9 @@ class PreparedTurn:
     fingerprint: str
     request_id: str = field(default_factory=lambda: f"tito-{secrets.token_hex(8)}")
     """The engine request's id: what an abort names."""
+    requested_at: float = field(default_factory=time.time)
+    """Wall-clock time the turn was prepared (its request's arrival, less body reading): the sample's
+    `request_timestamp`."""
 
 
 def parse_chat_request(body: bytes) -> ChatCompletionRequest:
@@ -219,6 +222,7 @@ def build_turn(
         "sampling": {f.name: _json_value(getattr(sampling, f.name)) for f in fields(sampling)},
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
+        "requested_at": prepared.requested_at,
     }
     if generation.finish.matched_text is not None:
         metadata["stop_string"] = generation.finish.matched_text  # Anthropic's stop_reason `stop_sequence` names it

@@ -122,9 +122,10 @@ def chat_request(
 
 
 def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:
+    """The system prompt; an empty one is none (no system message is rendered)."""
     if system is None or isinstance(system, str):
-        return system
-    return "".join(_text_of(f"system[{index}]", block) for index, block in enumerate(system))
+        return system or None
+    return "".join(_text_of(f"system[{index}]", block) for index, block in enumerate(system)) or None
 
 
 def _text_of(where: str, block: Any) -> str:
