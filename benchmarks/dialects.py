@@ -56,7 +56,9 @@ RESPONSES_BODY = responses.ResponsesRequest(input="go")
 
 EncoderFor = Callable[[ServerState, PreparedTurn], StreamEncoder]
 ENCODERS: dict[str, EncoderFor] = {
-    "chat": lambda state, prepared: ChatStreamEncoder(state.model_name, False, False),
+    "chat": lambda state, prepared: ChatStreamEncoder(
+        state.model_name, prepared.request, prepared.tito_tokenizer.tokenizer
+    ),
     "anthropic": lambda state, prepared: AnthropicStreamEncoder(
         state.model_name, prepared.session.session_id, new_id("msg"), len(prepared.prompt_ids), SIGNER
     ),

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
+from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     complete_turn,
     fingerprint,
@@ -30,14 +31,18 @@ from tito.server.completions import (
     reply_body,
 )
 from tito.server.dialects.routes import register_dialect_routes
+from tito.server.discovery import add_discovery_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, validation_error
 from tito.server.journaling import open_server_journal
+from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
+from tito.server.ui import InspectorPageMiddleware
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)
@@ -66,6 +71,7 @@ def create_app(state: ServerState) -> FastAPI:
     options = state.options
     registry = state.registry
     metrics = state.metrics
+    tokenizer = state.tokenizers.tokenizer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -82,6 +88,8 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.tito = state
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
+    app.add_middleware(InspectorPageMiddleware)  # outside the key check: the page's static shell (no data) needs no key
+    app.add_middleware(AccessLogMiddleware)  # outermost: every request is logged, refused ones too
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
@@ -114,10 +122,7 @@ def create_app(state: ServerState) -> FastAPI:
         metrics.live_sessions.set(len(registry))
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/models")
-    async def models() -> Response:
-        model = {"id": state.model_name, "object": "model", "created": 0, "owned_by": "tito"}
-        return json_response({"object": "list", "data": [model]})
+    add_discovery_routes(app, state)  # /v1/models (also per session), hints for session-less paths and GET /samples
 
     @app.post("/sessions")
     async def create_session(request: Request) -> Response:
@@ -144,11 +149,7 @@ def create_app(state: ServerState) -> FastAPI:
         metrics.live_sessions.set(len(registry))
         return json_response({"session_id": session.session_id})
 
-    @app.get("/sessions/{session_id}")
-    async def describe_session(session_id: str) -> Response:
-        session = registry.get(session_id)
-        body = {"session_id": session_id, "status": "live", **session.trajectory.describe()}
-        return json_response(body)
+    add_read_routes(app, LiveSessions(state))  # GET /sessions, /sessions/{id}, /sessions/{id}/turns/{node}
 
     @app.delete("/sessions/{session_id}")
     async def delete_session(session_id: str) -> Response:
@@ -166,9 +167,13 @@ def create_app(state: ServerState) -> FastAPI:
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
-            return json_response(reply_body(prepared, state.model_name))
-        turn = await complete_turn(state, prepared, request.receive, started)
-        return json_response(reply_body(turn, state.model_name))
+            stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
+            return json_response(reply_body(prepared, state.model_name, stored))
+        completed = await complete_turn(state, prepared, request.receive, started)
+        final, generation = completed.turn, completed.generation
+        tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
+        logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
+        return json_response(reply_body(final, state.model_name, logprobs))
 
     register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
 
@@ -184,7 +189,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
-        await registry.samples_taken(session)
+        await registry.samples_taken(session, built[0].reward)
         return samples_response(session_id, built, wanted)
 
     return app

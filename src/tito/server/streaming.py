@@ -23,7 +23,7 @@ at the end, abort watch and errors. A `StreamEncoder` turns its deltas, the comm
 one dialect's events; `ChatStreamEncoder` is chat completions' (server.dialects holds the others).
 
 Imports from tito: engines.protocol, errors, parsing.incremental, server.aborting, server.completions, server.errors,
-server.models, server.state, trajectory.events.
+server.logprobs, server.models, server.state, tokenizer_protocol, trajectory.events.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ from tito.parsing.incremental import Delta, ToolCallDelta
 from tito.server.aborting import TurnWatch
 from tito.server.completions import PreparedTurn, build_turn, engine_request, reply_body
 from tito.server.errors import ClientDisconnectedError, SessionGoneError, error_body
+from tito.server.logprobs import choice_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.state import ServerState
+from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TurnCommitted
 
 DONE = b"data: [DONE]\n\n"
@@ -85,11 +87,18 @@ class ChunkEncoder:
         self._choice = self._head + b',"choices":[{"index":0,"logprobs":null,"delta":'
 
     def chunk(
-        self, delta: dict[str, Any], finish_reason: str | None = None, tito: dict[str, Any] | None = None
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
+        tito: dict[str, Any] | None = None,
+        logprobs: dict[str, Any] | None = None,
     ) -> bytes:
         end = b',"finish_reason":' + orjson.dumps(finish_reason) + b"}]"
         if tito is not None:
             end += b',"tito":' + orjson.dumps(tito)
+        if logprobs is not None:
+            choice = self._head + b',"choices":[{"index":0,"logprobs":' + orjson.dumps(logprobs) + b',"delta":'
+            return choice + orjson.dumps(delta) + end + b"}\n\n"
         return self._choice + orjson.dumps(delta) + end + b"}\n\n"
 
     def usage(self, usage: dict[str, Any]) -> bytes:
@@ -132,25 +141,38 @@ class StreamEncoder(Protocol):
 
 
 class ChatStreamEncoder:
-    """Chat completions' `StreamEncoder`: `chat.completion.chunk` events (see the module docstring)."""
+    """Chat completions' `StreamEncoder`: `chat.completion.chunk` events (see the module docstring). With `turn`,
+    an SDK retry's replay: the committed turn's id and time, its stored logprobs on the role chunk when asked."""
 
-    def __init__(self, model: str, include_usage: bool, with_ids: bool, turn: TurnCommitted | None = None) -> None:
+    def __init__(
+        self, model: str, request: ChatCompletionRequest, tokenizer: Tokenizer, turn: TurnCommitted | None = None
+    ) -> None:
         self.model = model
-        self.include_usage = include_usage
-        self.with_ids = with_ids
-        self.chunks = ChunkEncoder(model) if turn is None else ChunkEncoder(model, turn.response_id, int(turn.at))
+        self.request = request
+        self.tokenizer = tokenizer
+        self.include_usage = _include_usage(request)
+        self.with_ids = bool(request.return_token_ids)
+        if turn is None:
+            self.chunks = ChunkEncoder(model)
+            self.opening_logprobs = None
+        else:
+            self.chunks = ChunkEncoder(model, turn.response_id, int(turn.at))
+            self.opening_logprobs = choice_logprobs(request, tokenizer, turn.output_ids, turn.output_logprobs)
 
     def label(self, turn: TurnCommitted) -> TurnCommitted:
         return replace(turn, response_id=self.chunks.response_id)
 
     def opening(self) -> bytes:
-        return self.chunks.chunk({"role": "assistant", "content": ""})
+        return self.chunks.chunk({"role": "assistant", "content": ""}, logprobs=self.opening_logprobs)
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
+        logprobs = choice_logprobs(self.request, self.tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
         if self.with_ids and chunk.ids:
             ids = {"token_ids": chunk.ids.tolist(), "logprobs": chunk.logprobs.tolist()}
-            return self.chunks.chunk(delta_object(deltas), tito=ids)
-        return self.chunks.chunk(delta_object(deltas)) if deltas else b""
+            return self.chunks.chunk(delta_object(deltas), tito=ids, logprobs=logprobs)
+        if deltas or (logprobs is not None and chunk.ids):
+            return self.chunks.chunk(delta_object(deltas), logprobs=logprobs)
+        return b""
 
     def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
         body = reply_body(turn, self.model)
@@ -202,13 +224,10 @@ def streamed_reply(
     state: ServerState, chat: ChatCompletionRequest, prepared: PreparedTurn | TurnCommitted, receive: Receive
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
-    with_ids = bool(chat.return_token_ids)
     if isinstance(prepared, TurnCommitted):
-        encoder = ChatStreamEncoder(state.model_name, _include_usage(chat), with_ids, prepared)
+        encoder = ChatStreamEncoder(state.model_name, chat, state.tokenizers.tokenizer, prepared)
         return SseResponse(replay_committed(prepared, encoder))
-    return SseResponse(
-        stream_turn(state, prepared, receive, ChatStreamEncoder(state.model_name, _include_usage(chat), with_ids))
-    )
+    return SseResponse(stream_turn(state, prepared, receive))
 
 
 async def stream_turn(
@@ -219,7 +238,7 @@ async def stream_turn(
     started = time.monotonic()
     request = prepared.request
     if encoder is None:
-        encoder = ChatStreamEncoder(state.model_name, _include_usage(request), bool(request.return_token_ids))
+        encoder = ChatStreamEncoder(state.model_name, request, prepared.tito_tokenizer.tokenizer)
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
     collector = StreamCollector(time.monotonic())

@@ -87,7 +87,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             return streamed(prepared, request, asked)
         if isinstance(prepared, PreparedTurn):
             label = labeller(new_id(asked.id_prefix), asked.dialect)
-            prepared = await complete_turn(state, prepared, request.receive, started, label)
+            prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
