@@ -28,6 +28,19 @@ class ServerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.resends = Counter(
+            "tito_resends",
+            "Requests resending a session's stored conversation, by outcome: matched_exactly, matched_by_policy, "
+            "branched, failed",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.resend_rules = Counter(
+            "tito_resend_rules",
+            "Resends that needed a matching-policy rule (tito.matching.HARNESS_RULES), by rule",
+            ["rule"],
+            registry=self.registry,
+        )
         self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
 
     def observe_turn(
