@@ -42,6 +42,9 @@ CHAT_TOOLS = [
 ]
 QUESTION = "What should I pack for Paris?"
 THINKING: Any = {"type": "enabled", "budget_tokens": 1024}
+STRICT = "strict"
+"""The matching policy under which a re-serialised message is not the stored one (the server's default `harness`
+policy accepts re-serialised arguments by itself): the signature is then what keeps the episode one sample."""
 
 
 def claude(server: Server, session_id: str, retries: int = 0) -> anthropic.Anthropic:
@@ -116,7 +119,7 @@ def test_a_tool_loop_with_thinking_is_one_sample_equal_to_the_chat_completions_o
 def test_a_reserialised_tool_input_and_the_resent_thinking_block_keep_the_episode_one_sample(
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
     tool_loop(server, qwen3_tokenizer, session_id, reordered)
     assert [turn["node_id"] for turn in turns_of(server, session_id)] == [0, 1]
     assert len(samples_of(server, session_id)) == 1
@@ -129,7 +132,7 @@ def forged(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_forged_signature_is_not_trusted(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
     with pytest.raises(anthropic.BadRequestError) as refused:
         tool_loop(server, qwen3_tokenizer, session_id, forged)
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
@@ -138,13 +141,13 @@ def test_a_forged_signature_is_not_trusted(server: Server, qwen3_tokenizer: Loca
 
 
 def test_a_signature_from_another_session_is_not_trusted(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
-    other = server.new_session()
+    other = server.new_session(matcher=STRICT)
     server.engine.queue(ids_of(qwen3_tokenizer, CALL))
     other_first = claude(server, other).messages.create(
         model="m", max_tokens=200, messages=[{"role": "user", "content": QUESTION}], tools=TOOLS
     )
     foreign = other_first.content[0].model_dump()["signature"]
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
 
     def with_foreign_signature(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         content = reordered(content)
@@ -159,7 +162,7 @@ def test_a_signature_from_another_session_is_not_trusted(server: Server, qwen3_t
 def test_in_a_tree_session_an_untrusted_resend_branches_instead(
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
-    session_id = server.new_session(trajectory="tree")
+    session_id = server.new_session(trajectory="tree", matcher=STRICT)
     tool_loop(server, qwen3_tokenizer, session_id, forged)
     assert len(samples_of(server, session_id)) == 2  # never silently re-tokenised into the first turn's path
 
@@ -354,7 +357,7 @@ def test_a_matched_stop_sequence_is_the_stop_reason_and_names_the_sequence(serve
 
 def test_a_journaled_servers_signatures_survive_a_restart(qwen3_tokenizer: LocalTokenizer, tmp_path: Path) -> None:
     with running_server(qwen3_tokenizer, journal=tmp_path) as before:
-        session_id = before.new_session()
+        session_id = before.new_session(matcher=STRICT)
         before.engine.queue(ids_of(qwen3_tokenizer, CALL))
         messages: list[Any] = [{"role": "user", "content": QUESTION}]
         first = claude(before, session_id).messages.create(model="m", max_tokens=200, messages=messages, tools=TOOLS)

@@ -66,7 +66,10 @@ class Tito:
         self.chat_kwargs = {switch: True} if switch else None
 
     def session(self) -> str:
-        return str(openai.OpenAI(base_url=self.url, api_key="-").post("/sessions", cast_to=dict)["session_id"])
+        """A session under the `strict` matcher: a re-serialised call is then the stored one only through its
+        signed round-trip value (the default `harness` policy would accept it by itself)."""
+        http = openai.OpenAI(base_url=self.url, api_key="-")
+        return str(http.post("/sessions", body={"matcher": "strict"}, cast_to=dict)["session_id"])
 
     def script(self, turn: int) -> None:
         self.engine.behaviour.reply_ids = list(self.scripts[turn])

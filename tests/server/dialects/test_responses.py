@@ -15,7 +15,7 @@ import pytest
 
 from tests.server.conftest import Server
 from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
-from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION
+from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION, STRICT
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS: Any = [{"type": "function", **tool["function"]} for tool in CHAT_TOOLS]
@@ -87,7 +87,7 @@ def test_a_tool_loop_with_reasoning_is_one_sample_equal_to_the_chat_completions_
 def test_reserialised_arguments_and_the_resent_reasoning_keep_the_episode_one_sample(
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
     tool_loop(server, qwen3_tokenizer, session_id, resent)
     assert len(turns_of(server, session_id)) == 2 and len(samples_of(server, session_id)) == 1
 
@@ -100,7 +100,7 @@ def test_reasoning_resent_without_its_text_is_matched_by_its_encrypted_content(
         items[0] = {key: items[0][key] for key in ("type", "id", "summary", "encrypted_content")}
         return items
 
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
     tool_loop(server, qwen3_tokenizer, session_id, summary_only)
     assert len(samples_of(server, session_id)) == 1
 
@@ -111,7 +111,7 @@ def test_a_forged_encrypted_content_is_not_trusted(server: Server, qwen3_tokeniz
         items[0]["encrypted_content"] = items[0]["encrypted_content"][:-4] + "0000"
         return items
 
-    session_id = server.new_session()
+    session_id = server.new_session(matcher=STRICT)
     with pytest.raises(openai.BadRequestError):
         tool_loop(server, qwen3_tokenizer, session_id, forged)
     assert len(turns_of(server, session_id)) == 1
