@@ -9,6 +9,7 @@ import itertools
 import time
 from typing import Any
 
+import anthropic
 import pytest
 
 from tests.server.conftest import Server
@@ -16,8 +17,9 @@ from tests.server.test_completions import client
 from tests.server.test_tree_sessions import user
 from tito.tokenizer_loading import LocalTokenizer
 
-DIALECTS = ["chat", "chat-stream"]
-"""The dialects the server speaks today; Anthropic Messages and Responses join with their edges."""
+DIALECTS = ["chat", "chat-stream", "anthropic", "responses"]
+"""The dialects the server speaks (Anthropic Messages and Responses: whole replies; their streams run the same
+core as chat's, tests/server/dialects)."""
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,23 @@ def ask(server: Server, session_id: str, messages: list[dict[str, Any]], dialect
     dict[str, Any], str
 ]:  # fmt: skip
     """One turn in `dialect`: the assistant message to echo back and the reply's id."""
+    if dialect == "anthropic":
+        claude = anthropic.Anthropic(base_url=f"{server.url}/sessions/{session_id}", api_key="-", max_retries=0)
+        system = "".join(m["content"] for m in messages if m["role"] == "system")
+        turns: Any = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        extra = sampling or None  # this SDK's create() names no temperature/top_p; the Messages API takes them
+        message = claude.messages.create(model="m", system=system, messages=turns, max_tokens=200, extra_body=extra)
+        text = "".join(block.text for block in message.content if block.type == "text")
+        return {"role": "assistant", "content": text}, message.id
+    if dialect == "responses":
+        items: Any = [
+            {"type": "message", "role": m["role"], "content": [{"type": "output_text", "text": m["content"]}]}
+            if m["role"] == "assistant"
+            else {"role": m["role"], "content": m["content"]}
+            for m in messages
+        ]
+        response = client(server, session_id).responses.create(model="m", input=items, **sampling)
+        return {"role": "assistant", "content": response.output_text}, response.id
     sdk = client(server, session_id)
     if dialect == "chat":
         reply = sdk.chat.completions.create(model="m", messages=messages, **sampling)  # type: ignore[arg-type]

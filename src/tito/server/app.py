@@ -13,7 +13,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
@@ -22,25 +21,24 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
-from tito.server.aborting import TurnWatch
 from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
-    build_turn,
+    complete_turn,
     fingerprint,
-    generate,
     is_sdk_retry,
     parse_chat_request,
-    parse_generation,
     prepare_turn,
     reply_body,
 )
+from tito.server.dialects.routes import register_dialect_routes
 from tito.server.discovery import add_discovery_routes
-from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
+from tito.server.errors import BadRequestError, UnauthorizedError, error_body, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.read_api import LiveSessions, add_read_routes
+from tito.server.replies import error_response, json_response, read_body
 from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
@@ -48,33 +46,6 @@ from tito.server.ui import InspectorPageMiddleware
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)
-
-
-def json_response(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
-
-
-def error_response(body: Any, status: int) -> Response:
-    """An error reply; a 4xx other than 429 tells the openai SDK not to retry it (a retry cannot succeed, and a
-    retried 409 must not be mistaken for a new turn)."""
-    response = json_response(body, status)
-    if 400 <= status < 500 and status != 429:
-        response.headers["x-should-retry"] = "false"
-    return response
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused (413) past `limit` bytes: before it is read when the length is declared, else
-    (chunked) as soon as what arrived passes the limit, never buffering more."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
-    return bytes(body)
 
 
 class ApiKeyMiddleware:
@@ -199,20 +170,13 @@ def create_app(state: ServerState) -> FastAPI:
         if isinstance(prepared, TurnCommitted):
             stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
             return json_response(reply_body(prepared, state.model_name, stored))
-        engine_started = time.monotonic()
-        async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
-            generation = await generate(state, prepared)
-        engine_seconds = time.monotonic() - engine_started
-        turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
-        committed = await registry.commit(session, prepared.plan, turn)
-        final = committed or turn
+        completed = await complete_turn(state, prepared, request.receive, started)
+        final, generation = completed.turn, completed.generation
         tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
         logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
-        reply = json_response(reply_body(final, state.model_name, logprobs))
-        metrics.observe_turn(
-            len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
-        )
-        return reply
+        return json_response(reply_body(final, state.model_name, logprobs))
+
+    register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
 
     @app.post("/sessions/{session_id}/samples")
     async def samples(session_id: str, request: Request) -> Response:

@@ -1,7 +1,8 @@
 """One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, record, reply.
 
 A streaming handler reuses every step but `generate` and `reply_body`: it streams from the engine, collects
-the same `Generation`, and then calls `build_turn` and `commit_turn` like the whole-reply path.
+the same `Generation`, and then calls `build_turn` and commits like the whole-reply path (`complete_turn`).
+Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
 
 Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.events, server (its
 modules).
@@ -14,15 +15,17 @@ import hashlib
 import secrets
 import time
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import ValidationError
+from starlette.types import Receive
 
 from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
+from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, validation_error
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
@@ -165,6 +168,37 @@ async def generate(state: ServerState, prepared: PreparedTurn) -> Generation:
     return generation
 
 
+@dataclass(frozen=True)
+class CompletedTurn:
+    """A whole-reply turn once committed: the recorded turn and the engine's generation (its top logprobs)."""
+
+    turn: TurnCommitted
+    generation: Generation
+
+
+async def complete_turn(
+    state: ServerState,
+    prepared: PreparedTurn,
+    receive: Receive,
+    started: float,
+    label: Callable[[TurnCommitted], TurnCommitted] | None = None,
+) -> CompletedTurn:
+    """The whole-reply turn: generate (aborted if the client goes away), parse, record, commit. `label` sets what
+    a dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
+    engine_started = time.monotonic()
+    async with TurnWatch(state.engine, prepared.request_id, prepared.session, receive):
+        generation = await generate(state, prepared)
+    engine_seconds = time.monotonic() - engine_started
+    turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
+    if label is not None:
+        turn = label(turn)
+    committed = await state.registry.commit(prepared.session, prepared.plan, turn)
+    state.metrics.observe_turn(
+        len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
+    )
+    return CompletedTurn(committed or turn, generation)
+
+
 def parse_generation(prepared: PreparedTurn, generation: Generation) -> ParseResult:
     try:
         return prepared.tito_tokenizer.parse_built_completion(
@@ -206,6 +240,8 @@ def build_turn(
         "invalid_tool_calls": _invalid_calls(result),
         "requested_at": prepared.requested_at,
     }
+    if generation.finish.matched_text is not None:
+        metadata["stop_string"] = generation.finish.matched_text  # Anthropic's stop_reason `stop_sequence` names it
     return TurnCommitted(
         session_id=prepared.session.session_id,
         node_id=prepared.session.trajectory.store.next_node_id,

@@ -20,11 +20,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.app import ApiKeyMiddleware, error_response
+from tito.server.app import ApiKeyMiddleware
 from tito.server.errors import error_body
 from tito.server.export_sessions import ExportSessions
 from tito.server.metrics import ServerMetrics
 from tito.server.read_api import JournalSessions, SessionSource, add_read_routes
+from tito.server.replies import error_response
 from tito.server.running import serve_in_thread
 from tito.server.ui import InspectorPageMiddleware
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer

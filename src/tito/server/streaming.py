@@ -18,8 +18,12 @@ An engine error, a session deleted mid-turn or `--engine-timeout` ends the strea
 data is OpenAI's `{"error": {"type", "message"}}` (the SDK raises it) and commits nothing; a client that
 disconnects gets its engine request aborted (server.aborting) and commits nothing.
 
+The core (`stream_turn`) knows no wire format: engine stream -> collector -> incremental parser deltas -> commit
+at the end, abort watch and errors. A `StreamEncoder` turns its deltas, the committed turn and a failure into
+one dialect's events; `ChatStreamEncoder` is chat completions' (server.dialects holds the others).
+
 Imports from tito: engines.protocol, errors, parsing.incremental, server.aborting, server.completions, server.errors,
-server.logprobs, server.models, server.state, trajectory.events.
+server.logprobs, server.models, server.state, tokenizer_protocol, trajectory.events.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.responses import Response
@@ -37,13 +41,14 @@ from starlette.types import Receive, Scope, Send
 
 from tito.engines.protocol import FinishKind, GenerationChunk, StreamCollector
 from tito.errors import EngineResponseError, TitoError
-from tito.parsing.incremental import Delta
+from tito.parsing.incremental import Delta, ToolCallDelta
 from tito.server.aborting import TurnWatch
 from tito.server.completions import PreparedTurn, build_turn, engine_request, reply_body
 from tito.server.errors import ClientDisconnectedError, SessionGoneError, error_body
 from tito.server.logprobs import choice_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.state import ServerState
+from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TurnCommitted
 
 DONE = b"data: [DONE]\n\n"
@@ -105,6 +110,81 @@ def error_event(body: dict[str, Any]) -> bytes:
     return b"event: error\ndata: " + orjson.dumps(body) + b"\n\n"
 
 
+def internal_error_body(exc: Exception) -> dict[str, Any]:
+    """OpenAI's error shape for a failure that is no TitoError."""
+    return {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}
+
+
+class StreamEncoder(Protocol):
+    """One dialect's events of one streamed turn, as SSE bytes; the core calls it in this order: `opening` once,
+    `chunk` per engine chunk, then `closing` once the turn is committed, or `failure` instead."""
+
+    def label(self, turn: TurnCommitted) -> TurnCommitted:
+        """The turn as the dialect records it: its response id (chat: `chatcmpl-...`), its metadata."""
+        ...
+
+    def opening(self) -> bytes:
+        """What leaves before the engine's first ids."""
+        ...
+
+    def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
+        """The events of one engine chunk and the deltas it decided (b"" for none)."""
+        ...
+
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+        """The last deltas (what only the whole parse decides) and the events that end the committed turn."""
+        ...
+
+    def failure(self, exc: Exception) -> bytes:
+        """The error event that ends a stream whose turn committed nothing (a TitoError or an unexpected one)."""
+        ...
+
+
+class ChatStreamEncoder:
+    """Chat completions' `StreamEncoder`: `chat.completion.chunk` events (see the module docstring). With `turn`,
+    an SDK retry's replay: the committed turn's id and time, its stored logprobs on the role chunk when asked."""
+
+    def __init__(
+        self, model: str, request: ChatCompletionRequest, tokenizer: Tokenizer, turn: TurnCommitted | None = None
+    ) -> None:
+        self.model = model
+        self.request = request
+        self.tokenizer = tokenizer
+        self.include_usage = _include_usage(request)
+        self.with_ids = bool(request.return_token_ids)
+        if turn is None:
+            self.chunks = ChunkEncoder(model)
+            self.opening_logprobs = None
+        else:
+            self.chunks = ChunkEncoder(model, turn.response_id, int(turn.at))
+            self.opening_logprobs = choice_logprobs(request, tokenizer, turn.output_ids, turn.output_logprobs)
+
+    def label(self, turn: TurnCommitted) -> TurnCommitted:
+        return replace(turn, response_id=self.chunks.response_id)
+
+    def opening(self) -> bytes:
+        return self.chunks.chunk({"role": "assistant", "content": ""}, logprobs=self.opening_logprobs)
+
+    def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
+        logprobs = choice_logprobs(self.request, self.tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
+        if self.with_ids and chunk.ids:
+            ids = {"token_ids": chunk.ids.tolist(), "logprobs": chunk.logprobs.tolist()}
+            return self.chunks.chunk(delta_object(deltas), tito=ids, logprobs=logprobs)
+        if deltas or (logprobs is not None and chunk.ids):
+            return self.chunks.chunk(delta_object(deltas), logprobs=logprobs)
+        return b""
+
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+        body = reply_body(turn, self.model)
+        events = self.chunks.chunk(delta_object(deltas), turn.finish_reason, body["tito"])
+        if self.include_usage:
+            events += self.chunks.usage(body["usage"])
+        return events + DONE
+
+    def failure(self, exc: Exception) -> bytes:
+        return error_event(error_body(exc) if isinstance(exc, TitoError) else internal_error_body(exc))
+
+
 def delta_object(deltas: Sequence[Delta]) -> dict[str, Any]:
     """The deltas one engine chunk decided, as one OpenAI `delta` (a call's header and arguments in one entry)."""
     reasoning: list[str] = []
@@ -131,27 +211,38 @@ def delta_object(deltas: Sequence[Delta]) -> dict[str, Any]:
     return merged
 
 
+def message_deltas(message: Mapping[str, Any]) -> list[Delta]:
+    """A committed assistant message as the deltas that add up to it (an SDK retry streams it again)."""
+    deltas = [Delta(**{key: message[key]}) for key in ("reasoning_content", "content") if message.get(key)]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call["function"]
+        deltas.append(Delta(tool_call=ToolCallDelta(index, call["id"], function["name"], function["arguments"])))
+    return deltas
+
+
 def streamed_reply(
     state: ServerState, chat: ChatCompletionRequest, prepared: PreparedTurn | TurnCommitted, receive: Receive
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
     if isinstance(prepared, TurnCommitted):
-        stored = choice_logprobs(chat, state.tokenizers.tokenizer, prepared.output_ids, prepared.output_logprobs)
-        return SseResponse(replay_committed(prepared, state.model_name, _include_usage(chat), stored))
+        encoder = ChatStreamEncoder(state.model_name, chat, state.tokenizers.tokenizer, prepared)
+        return SseResponse(replay_committed(prepared, encoder))
     return SseResponse(stream_turn(state, prepared, receive))
 
 
-async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Receive) -> AsyncGenerator[bytes, None]:
-    """The SSE events of one streamed turn, committing it when the engine finishes (see the module docstring)."""
+async def stream_turn(
+    state: ServerState, prepared: PreparedTurn, receive: Receive, encoder: StreamEncoder | None = None
+) -> AsyncGenerator[bytes, None]:
+    """The SSE events of one streamed turn, committing it when the engine finishes (see the module docstring);
+    `encoder` writes the dialect's events (default: chat completions')."""
     started = time.monotonic()
     request = prepared.request
-    encoder = ChunkEncoder(state.model_name)
-    with_ids = bool(request.return_token_ids)
-    tokenizer = prepared.tito_tokenizer.tokenizer
+    if encoder is None:
+        encoder = ChatStreamEncoder(state.model_name, request, prepared.tito_tokenizer.tokenizer)
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
     collector = StreamCollector(time.monotonic())
-    yield encoder.chunk({"role": "assistant", "content": ""})
+    yield encoder.opening()
     try:
         watch = TurnWatch(engine, prepared.request_id, prepared.session, receive, state.options.engine_timeout)
         async with watch:
@@ -159,13 +250,9 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
                 async with _closing(engine.stream(engine_request(prepared))) as chunks:
                     async for chunk in chunks:
                         collector.add(chunk)
-                        deltas = parser.feed(chunk.ids)
-                        logprobs = choice_logprobs(request, tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
-                        if with_ids and chunk.ids:
-                            ids = {"token_ids": chunk.ids.tolist(), "logprobs": chunk.logprobs.tolist()}
-                            yield encoder.chunk(delta_object(deltas), tito=ids, logprobs=logprobs)
-                        elif deltas or (logprobs is not None and chunk.ids):
-                            yield encoder.chunk(delta_object(deltas), logprobs=logprobs)
+                        event = encoder.chunk(parser.feed(chunk.ids), chunk)
+                        if event:
+                            yield event
             except TitoError:
                 raise
             except Exception as exc:
@@ -176,7 +263,7 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
                     engine.info.name, f"the engine aborted the generation: {generation.finish.detail}"
                 )
         last_deltas, result = parser.finish()
-        turn = replace(build_turn(prepared, generation, result, engine.info), response_id=encoder.response_id)
+        turn = encoder.label(build_turn(prepared, generation, result, engine.info))
         committed = await state.registry.commit(prepared.session, prepared.plan, turn)
         if committed is None:
             raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
@@ -189,42 +276,19 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
         return
     except TitoError as exc:
         state.metrics.errors.labels(type(exc).__name__).inc()
-        yield error_event(error_body(exc))
+        yield encoder.failure(exc)
         return
-    except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in OpenAI's shape
+    except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in the dialect's shape
         state.metrics.errors.labels("InternalError").inc()
-        yield error_event(
-            {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}
-        )
+        yield encoder.failure(exc)
         return
-    for event in _ending(encoder, turn, delta_object(last_deltas), state.model_name, _include_usage(request)):
-        yield event
+    yield encoder.closing(last_deltas, turn)
 
 
-async def replay_committed(
-    turn: TurnCommitted, model: str, include_usage: bool, logprobs: dict[str, Any] | None = None
-) -> AsyncGenerator[bytes, None]:
-    """An SDK retry of a streamed turn that already committed: the committed message (and its stored logprobs when
-    asked), streamed again."""
-    encoder = ChunkEncoder(model, turn.response_id, int(turn.at))
-    yield encoder.chunk({"role": "assistant", "content": ""}, logprobs=logprobs)
-    message = turn.assistant
-    delta = {key: message[key] for key in ("reasoning_content", "content") if message.get(key)}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": index, **call} for index, call in enumerate(message["tool_calls"])]
-    for event in _ending(encoder, turn, delta, model, include_usage):
-        yield event
-
-
-def _ending(
-    encoder: ChunkEncoder, turn: TurnCommitted, delta: dict[str, Any], model: str, include_usage: bool
-) -> list[bytes]:
-    body = reply_body(turn, model)
-    events = [encoder.chunk(delta, turn.finish_reason, body["tito"])]
-    if include_usage:
-        events.append(encoder.usage(body["usage"]))
-    events.append(DONE)
-    return events
+async def replay_committed(turn: TurnCommitted, encoder: StreamEncoder) -> AsyncGenerator[bytes, None]:
+    """An SDK retry of a streamed turn that already committed: the committed message, streamed again."""
+    yield encoder.opening()
+    yield encoder.closing(message_deltas(turn.assistant), turn)
 
 
 def _include_usage(request: ChatCompletionRequest) -> bool:

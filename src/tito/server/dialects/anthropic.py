@@ -1,0 +1,403 @@
+"""Anthropic Messages at the edge: its request as the internal chat request, a committed turn as its `message`.
+
+Request: `system` (string or text blocks) -> a system message; a user message's `text` blocks -> a user message,
+its `tool_result` blocks -> tool messages (`tool_use_id` -> `tool_call_id`); an assistant message's `thinking`
+blocks -> `reasoning_content`, `text` -> `content`, `tool_use` -> `tool_calls` (`input` as JSON text). A thinking
+block whose `signature` verifies (server.dialects.signing) names the stored turn, whose message then stands for
+the resent one when they agree (server.dialects.edge). `thinking: {type}` is the family's thinking switch;
+`stop_sequences` are stop strings; `tool_choice` is passed on as chat completions' (which, like it, tito does not
+enforce). Images, documents, server tools and MCP servers are a 400 naming the field.
+
+Reply: content blocks built from the assistant message's deltas by `Blocks`, the same code the stream encoder
+(server.dialects.anthropic_stream) runs on the engine's deltas, so a stream adds up to the whole reply: `thinking`
+(signed), `text`, `tool_use` (`id` is the stored tool-call id, `input` the model's own arguments parsed).
+
+Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.signing,
+server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tito.errors import TitoError
+from tito.families.base import Family
+from tito.parsing.incremental import Delta
+from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, thinking_kwargs
+from tito.server.dialects.signing import RoundTripSigner
+from tito.server.errors import BadRequestError, validation_error
+from tito.server.models import ChatCompletionRequest
+from tito.server.sessions import Session
+from tito.server.streaming import message_deltas
+from tito.trajectory.events import TurnCommitted
+
+DIALECT = "anthropic"
+UNSUPPORTED_FIELDS = {
+    "mcp_servers": "MCP servers run tools on the provider's side; tito records the agent's own tool loop",
+    "container": "containers run tools on the provider's side; tito records the agent's own tool loop",
+}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "invalid_request_error",
+    410: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+}
+
+
+class AnthropicRequest(BaseModel):
+    """`POST /v1/messages` (and `count_tokens`, which needs no `max_tokens`); unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    system: str | list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    stop_sequences: list[str] | None = None
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = None
+    metadata: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+    stream: bool | None = None
+
+
+def parse_request(body: bytes, needs_max_tokens: bool = True) -> AnthropicRequest:
+    try:
+        request = AnthropicRequest.model_validate_json(body)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+    for name, why in UNSUPPORTED_FIELDS.items():
+        if getattr(request, name, None) is not None:
+            raise BadRequestError(f"{name}: not supported: {why}")
+    if needs_max_tokens and request.max_tokens is None:
+        raise BadRequestError("max_tokens: required (the most tokens to sample)")
+    return request
+
+
+def chat_request(
+    request: AnthropicRequest, session: Session, signer: RoundTripSigner, family: Family
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as."""
+    messages: list[dict[str, Any]] = []
+    system = _system_text(request.system)
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    for index, message in enumerate(request.messages):
+        where = f"messages[{index}]"
+        role, content = message.get("role"), message.get("content")
+        if role == "user":
+            messages.extend(_user_messages(where, content))
+        elif role == "assistant":
+            messages.append(_assistant_message(where, content, session, signer))
+        else:
+            raise BadRequestError(f"{where}.role: must be 'user' or 'assistant', not {role!r}")
+    body: dict[str, Any] = {
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "top_k": request.top_k,
+        "stop": request.stop_sequences,
+        "chat_template_kwargs": thinking_kwargs(family, _thinking_enabled(request.thinking)),
+    }
+    if request.tools is not None:
+        body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
+    if request.tool_choice is not None:
+        body["tool_choice"] = _chat_tool_choice(request.tool_choice)
+    return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
+
+
+def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:
+    """The system prompt; an empty one is none (no system message is rendered)."""
+    if system is None or isinstance(system, str):
+        return system or None
+    return "".join(_text_of(f"system[{index}]", block) for index, block in enumerate(system)) or None
+
+
+def _text_of(where: str, block: Any) -> str:
+    if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+        kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+        raise BadRequestError(f"{where}.type: only text blocks are supported here, not {kind!r}")
+    return str(block["text"])
+
+
+def _blocks(where: str, content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not all(isinstance(block, dict) for block in content):
+        raise BadRequestError(f"{where}.content: must be a string or a list of content blocks")
+    return content
+
+
+def _user_messages(where: str, content: Any) -> list[dict[str, Any]]:
+    """Tool results become tool messages in order; text between them one user message."""
+    messages: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for index, block in enumerate(_blocks(where, content)):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(_text_of(f"{where}.content[{index}]", block))
+        elif kind == "tool_result":
+            if texts:
+                messages.append({"role": "user", "content": "".join(texts)})
+                texts = []
+            messages.append(_tool_message(f"{where}.content[{index}]", block))
+        else:
+            raise BadRequestError(
+                f"{where}.content[{index}].type: {kind!r} is not supported in a user message (text and tool_result are)"
+            )
+    if texts or not messages:
+        messages.append({"role": "user", "content": "".join(texts)})
+    return messages
+
+
+def _tool_message(where: str, block: dict[str, Any]) -> dict[str, Any]:
+    tool_use_id = block.get("tool_use_id")
+    if not isinstance(tool_use_id, str):
+        raise BadRequestError(f"{where}.tool_use_id: required, a string")
+    content = block.get("content")
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    else:
+        parts = enumerate(_blocks(where, content))
+        text = "".join(_text_of(f"{where}.content[{index}]", part) for index, part in parts)
+    return {"role": "tool", "tool_call_id": tool_use_id, "content": text}
+
+
+def _assistant_message(where: str, content: Any, session: Session, signer: RoundTripSigner) -> dict[str, Any]:
+    reasoning: list[str] = []
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    signatures: list[Any] = []
+    for index, block in enumerate(_blocks(where, content)):
+        kind, at = block.get("type"), f"{where}.content[{index}]"
+        if kind == "thinking":
+            reasoning.append(str(block.get("thinking") or ""))
+            signatures.append(block.get("signature"))
+        elif kind == "redacted_thinking":
+            if signed_turn(session, signer, block.get("data")) is None:
+                raise BadRequestError(f"{at}: a redacted_thinking block tito did not sign cannot be rendered")
+            signatures.append(block.get("data"))
+        elif kind == "text":
+            texts.append(_text_of(at, block))
+        elif kind == "tool_use":
+            calls.append(_tool_call(at, block))
+        else:
+            raise BadRequestError(f"{at}.type: {kind!r} is not supported in an assistant message")
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = calls
+    for signature in signatures:
+        signed = signed_turn(session, signer, signature)
+        if signed is not None:
+            return dict(resent_assistant(message, signed))
+    return message
+
+
+def _tool_call(where: str, block: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
+        raise BadRequestError(f"{where}: a tool_use block needs a string id and name")
+    try:  # the spelling models write (", " and ": "); a signed resend is matched by value anyway
+        arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise BadRequestError(f"{where}.input: not JSON: {exc}") from None
+    return {"id": block["id"], "type": "function", "function": {"name": block["name"], "arguments": arguments}}
+
+
+def _chat_tool(index: int, tool: dict[str, Any]) -> dict[str, Any]:
+    kind = tool.get("type")
+    if kind not in (None, "custom"):
+        raise BadRequestError(
+            f"tools[{index}].type: {kind!r} is a server tool the provider runs; tito records client tools only"
+        )
+    return function_tool(f"tools[{index}]", tool.get("name"), tool.get("description"), tool.get("input_schema"))
+
+
+def _chat_tool_choice(choice: dict[str, Any]) -> Any:
+    kind = choice.get("type")
+    if kind in ("auto", "none"):
+        return kind
+    if kind == "any":
+        return "required"
+    if kind == "tool" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise BadRequestError(f"tool_choice.type: must be auto, any, tool (with a name) or none, not {kind!r}")
+
+
+def _thinking_enabled(thinking: dict[str, Any] | None) -> bool | None:
+    if thinking is None:
+        return None
+    kind = thinking.get("type")
+    if kind in ("enabled", "adaptive"):
+        return True
+    if kind == "disabled":
+        return False
+    raise BadRequestError(f"thinking.type: must be enabled, adaptive or disabled, not {kind!r}")
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    """One Anthropic stream event: its type as the SSE event name, the event as data."""
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+_DELTA_FIELDS = {"thinking": ("thinking_delta", "thinking"), "text": ("text_delta", "text"),
+                 "tool_use": ("input_json_delta", "partial_json")}  # fmt: skip
+
+
+class Blocks:
+    """An Anthropic message's content blocks, built from the assistant message's deltas in order, and (when
+    `events` is a list) the stream events each delta makes, as SSE bytes (`content_block_start`, `..._delta`,
+    `..._stop`). A delta that continues the open block is the hot path: its event's head is encoded once."""
+
+    def __init__(self, signature: str) -> None:
+        self.signature = signature
+        self.blocks: list[dict[str, Any]] = []
+        self._parts: list[list[str]] = []
+        self._open: str | None = None
+        self._delta_head = b""
+
+    def feed(self, deltas: Sequence[Delta], events: list[bytes] | None) -> None:
+        for delta in deltas:
+            if delta.reasoning_content is not None:
+                self._into("thinking", events)
+                self._add(delta.reasoning_content, events)
+            elif delta.content is not None:
+                self._into("text", events)
+                self._add(delta.content, events)
+            elif delta.tool_call is not None:
+                call = delta.tool_call
+                if call.id is not None:
+                    self._close(events)
+                    self._start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}, events)
+                if call.arguments:
+                    self._add(call.arguments, events)
+
+    def close(self, events: list[bytes] | None) -> None:
+        self._close(events)
+
+    def content(self) -> list[dict[str, Any]]:
+        """The blocks as the reply's `content` (call only after `close`)."""
+        content: list[dict[str, Any]] = []
+        for block, parts in zip(self.blocks, self._parts, strict=True):
+            text = "".join(parts)
+            if block["type"] == "thinking":
+                content.append({"type": "thinking", "thinking": text, "signature": self.signature})
+            elif block["type"] == "text":
+                content.append({"type": "text", "text": text})
+            else:
+                content.append({**block, "input": orjson.loads(text) if text else {}})
+        return content
+
+    def _into(self, kind: str, events: list[bytes] | None) -> None:
+        if self._open != kind:
+            self._close(events)
+            empty = {"thinking": "", "signature": ""} if kind == "thinking" else {"text": ""}
+            self._start({"type": kind, **empty}, events)
+
+    def _start(self, block: dict[str, Any], events: list[bytes] | None) -> None:
+        self.blocks.append(block)
+        self._parts.append([])
+        self._open = block["type"]
+        index = len(self.blocks) - 1
+        if events is not None:
+            events.append(sse({"type": "content_block_start", "index": index, "content_block": block}))
+            kind, field = _DELTA_FIELDS[block["type"]]
+            self._delta_head = (
+                b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":"%s","%s":'
+                % (index, kind.encode(), field.encode())
+            )
+
+    def _add(self, text: str, events: list[bytes] | None) -> None:
+        self._parts[-1].append(text)
+        if events is not None:
+            events.append(self._delta_head + orjson.dumps(text) + b"}}\n\n")
+
+    def _close(self, events: list[bytes] | None) -> None:
+        if self._open is None:
+            return
+        index = len(self.blocks) - 1
+        if events is not None:
+            if self._open == "thinking":
+                delta = {"type": "signature_delta", "signature": self.signature}
+                events.append(sse({"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(sse({"type": "content_block_stop", "index": index}))
+        self._open = None
+
+
+def stop_reason(turn: TurnCommitted) -> tuple[str, str | None]:
+    """Anthropic's `stop_reason` and `stop_sequence` of a committed turn."""
+    if turn.finish_reason == "length":
+        return "max_tokens", None
+    if turn.finish_reason == "tool_calls":
+        return "tool_use", None
+    stop_string = turn.metadata.get("stop_string")
+    if isinstance(stop_string, str):
+        return "stop_sequence", stop_string
+    return "end_turn", None
+
+
+def usage(turn: TurnCommitted) -> dict[str, int]:
+    """Real token counts; Anthropic's `input_tokens` are those not read from the engine's prefix cache."""
+    prompt_tokens = int(turn.metadata.get("prompt_tokens", 0))
+    cached = min(int(turn.metadata.get("cached_tokens", 0)), prompt_tokens)
+    return {
+        "input_tokens": prompt_tokens - cached,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": len(turn.output_ids),
+    }
+
+
+def tito_facts(turn: TurnCommitted) -> dict[str, Any]:
+    return {
+        "session_id": turn.session_id,
+        "node_id": turn.node_id,
+        "invalid_tool_calls": len(turn.metadata.get("invalid_tool_calls", ())),
+    }
+
+
+def message_body(turn: TurnCommitted, model: str, signer: RoundTripSigner) -> dict[str, Any]:
+    """The `message` of a committed turn (also what an SDK retry of it gets back)."""
+    blocks = Blocks(signer.sign(turn.session_id, turn.response_id))
+    blocks.feed(message_deltas(turn.assistant), None)
+    blocks.close(None)
+    reason, sequence = stop_reason(turn)
+    return {
+        "id": turn.response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks.content(),
+        "stop_reason": reason,
+        "stop_sequence": sequence,
+        "usage": usage(turn),
+        "tito": tito_facts(turn),
+    }
+
+
+def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
+    """Anthropic's error shape and the status: `{"type": "error", "error": {"type", "message"}}`."""
+    if isinstance(exc, TitoError):
+        status, message = exc.http_status, f"{type(exc).__name__}: {exc}"
+    else:
+        status, message = 500, f"internal error: {type(exc).__name__}: {exc}"
+    kind = ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}, status

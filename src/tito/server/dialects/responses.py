@@ -1,0 +1,416 @@
+"""OpenAI Responses at the edge: its request as the internal chat request, a committed turn as its `response`.
+
+Request: `instructions` -> a system message; `input` as a string (a user message) or items: `message` (user,
+system, developer -> system; `input_text`/`output_text` parts), and the items of one assistant turn (`reasoning`,
+an assistant `message`, `function_call`s, in that order) -> one assistant message with `reasoning_content`,
+`content` and `tool_calls` (`call_id` -> the tool-call id); `function_call_output` -> a tool message. A reasoning
+item whose `encrypted_content` verifies (server.dialects.signing) names the stored turn, whose message then stands
+for the resent one when they agree (server.dialects.edge). `store: false` is the normal case (the client resends
+everything, as Codex does); `previous_response_id` continues from a response of this session (its stored path),
+else a 400. `reasoning: {effort}` is the family's thinking switch (`none`: off). Non-function tools, background
+runs, structured output and non-text input are a 400 naming the field.
+
+Reply: output items built from the assistant message's deltas by `Items`, the same code the stream encoder
+(server.dialects.responses_stream) runs on the engine's deltas, so a stream adds up to the whole reply:
+`reasoning` (its text as `reasoning_text` content, `encrypted_content` signed), `message` (`output_text`),
+`function_call` (`call_id` is the stored tool-call id, `arguments` the model's own text).
+
+Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.signing,
+server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tito.errors import TitoError
+from tito.families.base import Family
+from tito.parsing.incremental import Delta
+from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, stored_turn, thinking_kwargs
+from tito.server.dialects.signing import RoundTripSigner
+from tito.server.errors import BadRequestError, validation_error
+from tito.server.models import ChatCompletionRequest
+from tito.server.sessions import Session
+from tito.server.streaming import message_deltas
+from tito.trajectory.events import TurnCommitted
+
+DIALECT = "responses"
+ECHOED = ("instructions", "max_output_tokens", "metadata", "previous_response_id", "reasoning", "store")
+TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+class ResponsesRequest(BaseModel):
+    """`POST /v1/responses`; unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input: str | list[dict[str, Any]]
+    model: str | None = None
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    reasoning: dict[str, Any] | None = None
+    store: bool | None = None
+    previous_response_id: str | None = None
+    stream: bool | None = None
+    metadata: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+    background: bool | None = None
+    conversation: Any = None
+    prompt: Any = None
+
+
+def parse_request(body: bytes) -> ResponsesRequest:
+    try:
+        request = ResponsesRequest.model_validate_json(body)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+    if request.background:
+        raise BadRequestError("background: not supported: a session's turn runs while its request is open")
+    if request.conversation is not None:
+        raise BadRequestError("conversation: not supported: the session is the conversation (or previous_response_id)")
+    if request.prompt is not None:
+        raise BadRequestError("prompt: stored prompt templates are not supported; send instructions and input")
+    text_format = (request.text or {}).get("format") or {"type": "text"}
+    if text_format.get("type") != "text":
+        raise BadRequestError(f"text.format.type: {text_format.get('type')!r} is not supported (tito samples text)")
+    return request
+
+
+def chat_request(
+    request: ResponsesRequest, session: Session, signer: RoundTripSigner, family: Family
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as."""
+    messages = _previous_messages(request, session)
+    if request.instructions is not None and not messages:
+        messages.append({"role": "system", "content": request.instructions})
+    items = request.input
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    messages.extend(_Translation(session, signer).messages(items))
+    effort = (request.reasoning or {}).get("effort")
+    body: dict[str, Any] = {
+        "messages": messages,
+        "max_tokens": request.max_output_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "chat_template_kwargs": thinking_kwargs(family, None if effort is None else effort != "none"),
+    }
+    if request.tools is not None:
+        body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
+    if request.tool_choice is not None:
+        body["tool_choice"] = _chat_tool_choice(request.tool_choice)
+    return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
+
+
+def _previous_messages(request: ResponsesRequest, session: Session) -> list[dict[str, Any]]:
+    if request.previous_response_id is None:
+        return []
+    turn = stored_turn(session, request.previous_response_id)
+    if turn is None:
+        raise BadRequestError(
+            f"previous_response_id: {request.previous_response_id!r} is no response of session {session.session_id}"
+            " (send the whole conversation as input instead)"
+        )
+    messages = [dict(message) for message in session.trajectory.store.path_messages(turn.node_id)]
+    first = messages[0] if messages else {}
+    same = first.get("role") == "system" and first.get("content") == request.instructions
+    if request.instructions is not None and not same:
+        raise BadRequestError(
+            "instructions: differ from the conversation's first system message; with previous_response_id they "
+            "cannot change (send the whole conversation as input instead)"
+        )
+    return messages
+
+
+class _Translation:
+    """Input items -> chat messages; consecutive assistant items (reasoning, message, function calls) are one turn."""
+
+    def __init__(self, session: Session, signer: RoundTripSigner) -> None:
+        self.session = session
+        self.signer = signer
+        self.out: list[dict[str, Any]] = []
+        self.pending: dict[str, Any] | None = None
+        self.signatures: list[Any] = []
+
+    def messages(self, items: Sequence[Any]) -> list[dict[str, Any]]:
+        for index, item in enumerate(items):
+            where = f"input[{index}]"
+            if not isinstance(item, dict):
+                raise BadRequestError(f"{where}: must be an object (an input item)")
+            kind = item.get("type") or ("message" if "role" in item else None)
+            if kind == "reasoning":
+                self._reasoning(where, item)
+            elif kind == "message" and item.get("role") == "assistant":
+                pending = self._assistant(new=False)
+                if pending["content"] or "tool_calls" in pending:
+                    pending = self._assistant(new=True)
+                pending["content"] = _text(where, item.get("content"))
+            elif kind == "function_call":
+                self._assistant(new=False).setdefault("tool_calls", []).append(_chat_call(where, item))
+            else:
+                self._flush()
+                self.out.append(self._other(where, kind, item))
+        self._flush()
+        return self.out
+
+    def _reasoning(self, where: str, item: dict[str, Any]) -> None:
+        pending = self._assistant(new=False)
+        if pending["content"] or "tool_calls" in pending or "reasoning_content" in pending:
+            pending = self._assistant(new=True)
+        parts = item.get("content") or []
+        if not isinstance(parts, list):
+            raise BadRequestError(f"{where}.content: must be a list of reasoning_text parts")
+        pending["reasoning_content"] = "".join(str(part.get("text") or "") for part in parts if isinstance(part, dict))
+        self.signatures.append(item.get("encrypted_content"))
+
+    def _assistant(self, new: bool) -> dict[str, Any]:
+        if new or self.pending is None:
+            self._flush()
+            self.pending = {"role": "assistant", "content": ""}
+        return self.pending
+
+    def _flush(self) -> None:
+        if self.pending is None:
+            return
+        message: dict[str, Any] = self.pending
+        for signature in self.signatures:
+            signed = signed_turn(self.session, self.signer, signature)
+            if signed is not None:
+                message = dict(resent_assistant(message, signed))
+                break
+        self.out.append(message)
+        self.pending, self.signatures = None, []
+
+    @staticmethod
+    def _other(where: str, kind: Any, item: dict[str, Any]) -> dict[str, Any]:
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "system", "developer"):
+                raise BadRequestError(f"{where}.role: must be user, system, developer or assistant, not {role!r}")
+            return {"role": "user" if role == "user" else "system", "content": _text(where, item.get("content"))}
+        if kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str):
+                raise BadRequestError(f"{where}.call_id: required, a string")
+            return {"role": "tool", "tool_call_id": call_id, "content": _text(where, item.get("output"), "output")}
+        raise BadRequestError(
+            f"{where}.type: {kind!r} is not supported (message, reasoning, function_call, function_call_output are)"
+        )
+
+
+def _text(where: str, content: Any, field: str = "content") -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise BadRequestError(f"{where}.{field}: must be a string or a list of text parts")
+    texts: list[str] = []
+    for index, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") not in TEXT_PARTS or not isinstance(part.get("text"), str):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise BadRequestError(f"{where}.{field}[{index}].type: only text parts are supported, not {kind!r}")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def _chat_call(where: str, item: dict[str, Any]) -> dict[str, Any]:
+    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+    if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(arguments, str):
+        raise BadRequestError(f"{where}: a function_call needs string call_id, name and arguments")
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _chat_tool(index: int, tool: dict[str, Any]) -> dict[str, Any]:
+    if tool.get("type") != "function":
+        raise BadRequestError(
+            f"tools[{index}].type: {tool.get('type')!r} is not supported: tito records function tools the agent runs"
+        )
+    return function_tool(f"tools[{index}]", tool.get("name"), tool.get("description"), tool.get("parameters"))
+
+
+def _chat_tool_choice(choice: str | dict[str, Any]) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise BadRequestError(f"tool_choice: {choice!r} is not supported (auto, none, required or a function)")
+
+
+Events = list[bytes] | None
+"""Where `Items` writes stream events (None: a whole reply, no events)."""
+_DELTAS: dict[str, tuple[str, dict[str, Any]]] = {
+    "reasoning": ("response.reasoning_text.delta", {"content_index": 0}),
+    "message": ("response.output_text.delta", {"content_index": 0, "logprobs": []}),
+    "function_call": ("response.function_call_arguments.delta", {}),
+}
+
+
+def _emit(events: Events, event: dict[str, Any]) -> None:
+    if events is not None:
+        events.append(b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event)[:-1])
+
+
+class Items:
+    """A response's output items, built from the assistant message's deltas in order, and (when `events` is a
+    list) the stream events each delta makes, as SSE bytes open before their `sequence_number` (the stream encoder
+    numbers them and closes them). A delta that continues the open item is the hot path: its head is encoded once."""
+
+    def __init__(self, response_id: str, encrypted_content: str) -> None:
+        self.suffix = response_id.removeprefix("resp_")
+        self.encrypted_content = encrypted_content
+        self.items: list[dict[str, Any]] = []
+        self._parts: list[list[str]] = []
+        self._open: str | None = None
+        self._delta_head = b""
+
+    def feed(self, deltas: Sequence[Delta], events: Events) -> None:
+        for delta in deltas:
+            if delta.reasoning_content is not None:
+                self._into("reasoning", events)
+                self._add(delta.reasoning_content, events)
+            elif delta.content is not None:
+                self._into("message", events)
+                self._add(delta.content, events)
+            elif delta.tool_call is not None:
+                call = delta.tool_call
+                if call.id is not None:
+                    self._close(events)
+                    item = {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
+                    self._start(item, events)
+                if call.arguments:
+                    self._add(call.arguments, events)
+
+    def close(self, events: Events) -> None:
+        self._close(events)
+
+    def _into(self, kind: str, events: Events) -> None:
+        if self._open == kind:
+            return
+        self._close(events)
+        if kind == "reasoning":
+            self._start({"type": "reasoning", "summary": []}, events)
+        else:
+            self._start({"type": "message", "role": "assistant", "content": []}, events)
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            _emit(events, {"type": "response.content_part.added", **self._where(), "content_index": 0, "part": part})
+
+    def _where(self) -> dict[str, Any]:
+        return {"item_id": self.items[-1]["id"], "output_index": len(self.items) - 1}
+
+    def _start(self, item: dict[str, Any], events: Events) -> None:
+        prefix = {"reasoning": "rs", "message": "msg", "function_call": "fc"}[item["type"]]
+        item = {"id": f"{prefix}_{self.suffix}_{len(self.items)}", **item, "status": "in_progress"}
+        self.items.append(item)
+        self._parts.append([])
+        self._open = item["type"]
+        _emit(events, {"type": "response.output_item.added", "output_index": len(self.items) - 1, "item": item})
+        if events is not None:
+            kind, fields = _DELTAS[item["type"]]
+            where = orjson.dumps({"type": kind, **self._where(), **fields})[:-1]
+            self._delta_head = b"event: " + kind.encode() + b"\ndata: " + where + b',"delta":'
+
+    def _add(self, text: str, events: Events) -> None:
+        self._parts[-1].append(text)
+        if events is not None:
+            events.append(self._delta_head + orjson.dumps(text))
+
+    def _close(self, events: Events) -> None:
+        if self._open is None:
+            return
+        where = self._where()
+        text = "".join(self._parts[-1])
+        item = {**self.items[-1], "status": "completed"}
+        if self._open == "reasoning":
+            item["content"] = [{"type": "reasoning_text", "text": text}]
+            item["encrypted_content"] = self.encrypted_content
+            _emit(events, {"type": "response.reasoning_text.done", **where, "content_index": 0, "text": text})
+        elif self._open == "message":
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            item["content"] = [part]
+            done = {"type": "response.output_text.done", **where, "content_index": 0, "text": text, "logprobs": []}
+            _emit(events, done)
+            _emit(events, {"type": "response.content_part.done", **where, "content_index": 0, "part": part})
+        else:
+            item["arguments"] = text
+            done = {"type": "response.function_call_arguments.done", **where, "name": item["name"], "arguments": text}
+            _emit(events, done)
+        self.items[-1] = item
+        _emit(events, {"type": "response.output_item.done", "output_index": where["output_index"], "item": item})
+        self._open = None
+
+
+def echo_fields(request: ResponsesRequest) -> dict[str, Any]:
+    """The request's settings a `response` object repeats."""
+    echoed = {name: getattr(request, name) for name in ECHOED}
+    echoed["tools"] = request.tools or []
+    echoed["tool_choice"] = request.tool_choice or "auto"
+    echoed["parallel_tool_calls"] = True if request.parallel_tool_calls is None else request.parallel_tool_calls
+    echoed["temperature"] = request.temperature
+    echoed["top_p"] = request.top_p
+    return echoed
+
+
+def response_object(
+    response_id: str, model: str, created_at: float, echo: dict[str, Any], output: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A `response` in progress (what `response.created` carries)."""
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(created_at),
+        "status": "in_progress",
+        "model": model,
+        "output": output,
+        "error": None,
+        "incomplete_details": None,
+        **echo,
+        "usage": None,
+    }
+
+
+def finished(body: dict[str, Any], turn: TurnCommitted) -> dict[str, Any]:
+    """The response once its turn is committed: status, usage and tito's facts."""
+    prompt_tokens = int(turn.metadata.get("prompt_tokens", 0))
+    output_tokens = len(turn.output_ids)
+    incomplete = turn.finish_reason == "length"
+    return {
+        **body,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "usage": {
+            "input_tokens": prompt_tokens,
+            "input_tokens_details": {"cached_tokens": int(turn.metadata.get("cached_tokens", 0))},
+            "output_tokens": output_tokens,
+            "total_tokens": prompt_tokens + output_tokens,
+        },
+        "tito": {
+            "session_id": turn.session_id,
+            "node_id": turn.node_id,
+            "invalid_tool_calls": len(turn.metadata.get("invalid_tool_calls", ())),
+        },
+    }
+
+
+def response_body(turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner) -> dict[str, Any]:
+    """The `response` of a committed turn (also what an SDK retry of it gets back)."""
+    items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id))
+    items.feed(message_deltas(turn.assistant), None)
+    items.close(None)
+    return finished(response_object(turn.response_id, model, turn.at, echo, items.items), turn)
+
+
+def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
+    """OpenAI's error shape and the status: `{"error": {"message", "type", "param", "code"}}`."""
+    if isinstance(exc, TitoError):
+        status, kind, message = exc.http_status, type(exc).__name__, str(exc)
+    else:
+        status, kind, message = 500, "InternalError", f"internal error: {type(exc).__name__}: {exc}"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}, status

@@ -1,0 +1,93 @@
+"""The Responses stream of one turn (`stream: true`, the only way Codex reads a reply), written as the engine
+samples by the dialect-neutral core (server.streaming): `response.created` and `response.in_progress` before the
+first ids; per engine chunk the events its deltas make (`response.output_item.added`,
+`response.reasoning_text.delta`, `response.content_part.added`, `response.output_text.delta`,
+`response.function_call_arguments.delta`, each item's `.done` events and `response.output_item.done`); once the
+turn is committed `response.completed` (or `response.incomplete` when cut by length) with the whole response.
+Every event carries its `sequence_number`. A failure is `response.failed` then an `event: error` in OpenAI's
+shape (Codex reads the first, the openai SDK raises the second). The items are `responses.Items`'s, as in the
+whole reply, so the SDK's accumulated response equals it.
+
+Imports from tito: engines.protocol, parsing.incremental, server.dialects, trajectory.events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from tito.engines.protocol import GenerationChunk
+from tito.parsing.incremental import Delta
+from tito.server.dialects.edge import labeller
+from tito.server.dialects.responses import DIALECT, Items, error_body, finished, response_object
+from tito.server.dialects.signing import RoundTripSigner
+from tito.trajectory.events import TurnCommitted
+
+
+class ResponsesStreamEncoder:
+    """A `server.streaming.StreamEncoder` writing Responses events."""
+
+    def __init__(
+        self, model: str, session_id: str, response_id: str, echo: dict[str, Any], signer: RoundTripSigner
+    ) -> None:
+        self.model = model
+        self.response_id = response_id
+        self.echo = echo
+        self.items = Items(response_id, signer.sign(session_id, response_id))
+        self.created_at = time.time()
+        self._label = labeller(response_id, DIALECT)
+        self._sequence = 0
+
+    def label(self, turn: TurnCommitted) -> TurnCommitted:
+        return self._label(turn)
+
+    def opening(self) -> bytes:
+        response = self._response()
+        return self._sse({"type": "response.created", "response": response}) + self._sse(
+            {"type": "response.in_progress", "response": response}
+        )
+
+    def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
+        if not deltas:
+            return b""
+        events: list[bytes] = []
+        self.items.feed(deltas, events)
+        return self._numbered(events)
+
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+        events: list[bytes] = []
+        self.items.feed(deltas, events)
+        self.items.close(events)
+        response = finished(self._response(), turn)
+        kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+        return self._numbered(events) + self._sse({"type": kind, "response": response})
+
+    def failure(self, exc: Exception) -> bytes:
+        body, _ = error_body(exc)
+        error = body["error"]
+        failed = {**self._response(), "status": "failed", "error": {"code": error["type"], "message": error["message"]}}
+        return (
+            self._sse({"type": "response.failed", "response": failed})
+            + b"event: error\ndata: "
+            + orjson.dumps({"type": "error", **body, "sequence_number": self._sequence})
+            + b"\n\n"
+        )
+
+    def _response(self) -> dict[str, Any]:
+        return response_object(self.response_id, self.model, self.created_at, self.echo, list(self.items.items))
+
+    def _numbered(self, events: list[bytes]) -> bytes:
+        """`Items`'s open events, each closed with its sequence number."""
+        closed = []
+        for event in events:
+            closed.append(event + b',"sequence_number":%d}\n\n' % self._sequence)
+            self._sequence += 1
+        return b"".join(closed)
+
+    def _sse(self, event: dict[str, Any]) -> bytes:
+        event["sequence_number"] = self._sequence
+        self._sequence += 1
+        return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"

@@ -1,0 +1,145 @@
+"""The dialect routes on a session: Anthropic Messages (`/v1/messages`, `/v1/messages/count_tokens`) and OpenAI
+Responses (`/v1/responses`). Each translates its body into the internal chat request, runs the chat path's steps
+(`prepare_turn`, then `complete_turn` or the streaming core with the dialect's encoder) and translates the
+committed turn back; every error leaves in the dialect's own shape.
+
+Imports from tito: errors, server.completions, server.dialects, server.models, server.replies, server.sessions,
+server.state, server.streaming, trajectory.events.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from tito.errors import TitoError
+from tito.server.completions import PreparedTurn, complete_turn, fingerprint, is_sdk_retry, prepare_turn
+from tito.server.dialects import anthropic, responses
+from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
+from tito.server.dialects.edge import labeller, new_id
+from tito.server.dialects.responses_stream import ResponsesStreamEncoder
+from tito.server.dialects.signing import RoundTripSigner
+from tito.server.models import ChatCompletionRequest
+from tito.server.replies import error_response, json_response, read_body
+from tito.server.sessions import Session
+from tito.server.state import ServerState
+from tito.server.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
+from tito.trajectory.events import TurnCommitted
+
+ErrorShape = Callable[[Exception], tuple[dict[str, Any], int]]
+EncoderFactory = Callable[[str, int], StreamEncoder]
+"""A dialect's stream encoder for a response id and the prompt's token count."""
+
+
+@dataclass(frozen=True)
+class DialectTurn:
+    """What one dialect request asks, translated: the internal chat request and how to write the replies."""
+
+    chat: ChatCompletionRequest
+    stream: bool
+    id_prefix: str
+    """The dialect's response id prefix (`msg`, `resp`)."""
+    dialect: str
+    """Recorded as the turn's `metadata["dialect"]`."""
+    encoder: EncoderFactory
+    reply: Callable[[TurnCommitted], dict[str, Any]]
+    """The whole reply of a committed turn."""
+
+
+Translate = Callable[[bytes, Session], DialectTurn]
+
+
+def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
+    signer = RoundTripSigner.for_journal(state.options.journal)
+    registry = state.registry
+    limit = state.options.max_body_bytes
+
+    async def in_shape(shape: ErrorShape, handler: Callable[[], Awaitable[Response]]) -> Response:
+        try:
+            return await handler()
+        except Exception as exc:
+            state.metrics.errors.labels(type(exc).__name__ if isinstance(exc, TitoError) else "InternalError").inc()
+            body, status = shape(exc)
+            return error_response(body, status)
+
+    def streamed(prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn) -> Response:
+        """The turn streamed by the dialect's encoder, or a committed turn (an SDK retry) streamed again."""
+        if isinstance(prepared, TurnCommitted):
+            prompt_tokens = int(prepared.metadata.get("prompt_tokens", 0))
+            return SseResponse(replay_committed(prepared, asked.encoder(prepared.response_id, prompt_tokens)))
+        encoder = asked.encoder(new_id(asked.id_prefix), len(prepared.prompt_ids))
+        return SseResponse(stream_turn(state, prepared, request.receive, encoder))
+
+    async def run_turn(session_id: str, request: Request, translate: Translate) -> Response:
+        """One turn of any dialect: the chat path's steps on the translated request, the reply in the dialect."""
+        started = time.monotonic()
+        session = registry.get(session_id)
+        body = await read_body(request, limit)
+        asked = translate(body, session)
+        prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), is_sdk_retry(request.headers))
+        if asked.stream:
+            return streamed(prepared, request, asked)
+        if isinstance(prepared, PreparedTurn):
+            label = labeller(new_id(asked.id_prefix), asked.dialect)
+            prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
+        return json_response(asked.reply(prepared))
+
+    def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
+        asked = anthropic.parse_request(body)
+        return DialectTurn(
+            anthropic.chat_request(asked, session, signer, state.tokenizers.family),
+            bool(asked.stream),
+            "msg",
+            anthropic.DIALECT,
+            lambda response_id, prompt_tokens: AnthropicStreamEncoder(
+                state.model_name, session.session_id, response_id, prompt_tokens, signer
+            ),
+            lambda turn: anthropic.message_body(turn, state.model_name, signer),
+        )
+
+    def responses_turn(body: bytes, session: Session) -> DialectTurn:
+        asked = responses.parse_request(body)
+        echo = responses.echo_fields(asked)
+        return DialectTurn(
+            responses.chat_request(asked, session, signer, state.tokenizers.family),
+            bool(asked.stream),
+            "resp",
+            responses.DIALECT,
+            lambda response_id, _: ResponsesStreamEncoder(
+                state.model_name, session.session_id, response_id, echo, signer
+            ),
+            lambda turn: responses.response_body(turn, state.model_name, echo, signer),
+        )
+
+    @app.post("/sessions/{session_id}/v1/messages")
+    async def anthropic_messages(session_id: str, request: Request) -> Response:
+        return await in_shape(anthropic.error_body, lambda: run_turn(session_id, request, anthropic_turn))
+
+    @app.post("/sessions/{session_id}/v1/messages/count_tokens")
+    async def anthropic_count_tokens(session_id: str, request: Request) -> Response:
+        async def handle() -> Response:
+            session = registry.get(session_id)
+            body = await read_body(request, limit)
+            asked = anthropic.parse_request(body, needs_max_tokens=False)
+            chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
+            try:  # the prompt ids the turn would run on, attached where planning attaches it
+                prepared = await prepare_turn(state, session, chat, fingerprint(body), False)
+                count = len(prepared.prompt_ids) if isinstance(prepared, PreparedTurn) else 0
+            except TitoError:  # a conversation the session cannot extend: its ids rendered whole
+                tito_tokenizer = state.tokenizers.get(
+                    session.config.chat_template_kwargs, chat.chat_template_kwargs, session.config.allowed_append_roles
+                )
+                count = len(tito_tokenizer.merge_tokens([], chat.messages, array("i"), chat.tools))
+            return json_response({"input_tokens": count})
+
+        return await in_shape(anthropic.error_body, handle)
+
+    @app.post("/sessions/{session_id}/v1/responses")
+    async def openai_responses(session_id: str, request: Request) -> Response:
+        return await in_shape(responses.error_body, lambda: run_turn(session_id, request, responses_turn))

@@ -1,0 +1,42 @@
+"""The replies and the request body every route shares: JSON, an error (not retried by the SDKs unless 429), and
+the body read under the server's size limit.
+
+Imports from tito: server.errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import Request
+from fastapi.responses import Response
+
+from tito.server.errors import BodyTooLargeError
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def error_response(body: Any, status: int) -> Response:
+    """An error reply; a 4xx other than 429 tells the openai SDK not to retry it (a retry cannot succeed, and a
+    retried 409 must not be mistaken for a new turn)."""
+    response = json_response(body, status)
+    if 400 <= status < 500 and status != 429:
+        response.headers["x-should-retry"] = "false"
+    return response
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past `limit` bytes: before it is read when the length is declared, else
+    (chunked) as soon as what arrived passes the limit, never buffering more."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
+    return bytes(body)

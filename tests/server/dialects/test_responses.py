@@ -1,0 +1,285 @@
+"""OpenAI Responses on a session, driven by the official openai SDK (`responses.create`, `responses.stream`)
+through a real uvicorn server (qwen3, scripted engine): the same turns and samples as chat completions, a real
+stream, a signed round trip, and a session that mixes all three dialects.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import openai
+import orjson
+import pytest
+
+from tests.server.conftest import Server
+from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
+from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION, STRICT
+from tito.tokenizer_loading import LocalTokenizer
+
+TOOLS: Any = [{"type": "function", **tool["function"]} for tool in CHAT_TOOLS]
+REASONING: Any = {"effort": "high"}
+
+
+def client(server: Server, session_id: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.chat_url(session_id), api_key="unused", max_retries=0)
+
+
+def items_of(response: Any) -> list[dict[str, Any]]:
+    return [item.model_dump(exclude_none=True) for item in response.output]
+
+
+def resent(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What Codex sends back of a reply's items: re-serialised arguments (other key order, no spaces)."""
+    out = []
+    for item in items:
+        item = {key: value for key, value in item.items() if key not in ("status",)}
+        if item["type"] == "function_call":
+            arguments = json.loads(item["arguments"])
+            item["arguments"] = json.dumps(dict(reversed(list(arguments.items()))), separators=(",", ":"))
+        if item["type"] == "message":
+            item["content"] = [{"type": "output_text", "text": part["text"]} for part in item["content"]]
+        out.append(item)
+    return out
+
+
+def tool_loop(server: Server, tokenizer: LocalTokenizer, session_id: str, resend: Any) -> list[Any]:
+    """A call (whole reply), then the answer (streamed) after the function output; `resend` maps the first
+    reply's items to what the agent sends back."""
+    server.engine.queue(ids_of(tokenizer, CALL), ids_of(tokenizer, ANSWER))
+    responses = client(server, session_id).responses
+    items: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = responses.create(model="m", input=items, tools=TOOLS, reasoning=REASONING, store=False)
+    call = first.output[-1]
+    assert call.type == "function_call"
+    items += [*resend(items_of(first)), {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
+    with responses.stream(model="m", input=items, tools=TOOLS, reasoning=REASONING, store=False) as stream:
+        second = stream.get_final_response()
+    return [first, second]
+
+
+def test_a_tool_loop_with_reasoning_is_one_sample_equal_to_the_chat_completions_one(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    session_id = server.new_session()
+    first, second = tool_loop(server, qwen3_tokenizer, session_id, lambda items: items)
+    assert [item.type for item in first.output] == ["reasoning", "message", "function_call"]
+    assert first.output[0].content[0].text == "I need the weather first."
+    assert json.loads(first.output[2].arguments) == {"city": "Paris", "units": {"temp": "C", "days": [1, 2]}}
+    assert second.output_text == "Pack light clothes." and second.status == "completed"
+
+    chat_session = server.new_session()
+    server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, ANSWER))
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    reply = client(server, chat_session).chat.completions.create(model="m", messages=messages, tools=CHAT_TOOLS)
+    message = reply.choices[0].message.model_dump(exclude_none=True)
+    assert message["tool_calls"][0]["id"] == first.output[2].call_id
+    messages += [message, {"role": "tool", "tool_call_id": first.output[2].call_id, "content": "sunny"}]
+    client(server, chat_session).chat.completions.create(model="m", messages=messages, tools=CHAT_TOOLS)
+
+    [sample], [chat_sample] = samples_of(server, session_id), samples_of(server, chat_session)
+    for key in ("tokens", "loss_mask", "rollout_logprobs", "response_length"):
+        assert sample[key] == chat_sample[key], key
+    assert first.usage is not None and first.usage.input_tokens == len(server.engine.requests[-4].prompt_ids)
+
+
+def test_reserialised_arguments_and_the_resent_reasoning_keep_the_episode_one_sample(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    session_id = server.new_session(matcher=STRICT)
+    tool_loop(server, qwen3_tokenizer, session_id, resent)
+    assert len(turns_of(server, session_id)) == 2 and len(samples_of(server, session_id)) == 1
+
+
+def test_reasoning_resent_without_its_text_is_matched_by_its_encrypted_content(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    def summary_only(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        items = resent(items)
+        items[0] = {key: items[0][key] for key in ("type", "id", "summary", "encrypted_content")}
+        return items
+
+    session_id = server.new_session(matcher=STRICT)
+    tool_loop(server, qwen3_tokenizer, session_id, summary_only)
+    assert len(samples_of(server, session_id)) == 1
+
+
+def test_a_forged_encrypted_content_is_not_trusted(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    def forged(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        items = resent(items)
+        items[0]["encrypted_content"] = items[0]["encrypted_content"][:-4] + "0000"
+        return items
+
+    session_id = server.new_session(matcher=STRICT)
+    with pytest.raises(openai.BadRequestError):
+        tool_loop(server, qwen3_tokenizer, session_id, forged)
+    assert len(turns_of(server, session_id)) == 1
+    server.engine.replies.clear()
+
+
+def test_a_stream_adds_up_to_the_whole_reply_with_the_same_ids(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, CALL))
+    whole_session, streamed_session = server.new_session(), server.new_session()
+    whole = client(server, whole_session).responses.create(model="m", input=QUESTION, tools=TOOLS)
+    with client(server, streamed_session).responses.stream(model="m", input=QUESTION, tools=TOOLS) as stream:
+        types = [event.type for event in stream]
+        streamed = stream.get_final_response()
+
+    def comparable(response: Any) -> list[dict[str, Any]]:
+        items = items_of(response)
+        for item in items:
+            item.pop("id"), item.pop("encrypted_content", None)
+        return items
+
+    assert comparable(whole) == comparable(streamed)
+    assert streamed.id == turns_of(server, streamed_session)[0]["response_id"]
+    assert [item.id.rsplit("_", 1)[1] for item in streamed.output] == ["0", "1", "2"]
+    assert streamed.usage is not None and whole.usage is not None
+    assert (streamed.usage.input_tokens, streamed.usage.output_tokens) == (
+        whole.usage.input_tokens,
+        whole.usage.output_tokens,
+    )
+    assert types[:2] == ["response.created", "response.in_progress"] and types[-1] == "response.completed"
+    for expected in (
+        "response.reasoning_text.delta",
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ):
+        assert expected in types
+    assert samples_of(server, whole_session)[0]["tokens"] == samples_of(server, streamed_session)[0]["tokens"]
+
+
+def test_every_event_carries_its_sequence_number(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, CALL))
+    session_id = server.new_session()
+    body = {"input": QUESTION, "tools": TOOLS, "stream": True}
+    with server.http.stream("POST", f"/sessions/{session_id}/v1/responses", json=body) as response:
+        chunks = response.read().decode().strip().split("\n\n")
+    events = [orjson.loads(chunk.split("\n")[1].removeprefix("data: ")) for chunk in chunks]
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    assert all(chunk.startswith(f"event: {event['type']}\n") for chunk, event in zip(chunks, events, strict=True))
+
+
+def test_the_first_events_leave_while_the_engine_samples(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+    server.engine.delay = 0.05
+    session_id = server.new_session()
+    with client(server, session_id).responses.stream(model="m", input=QUESTION) as stream:
+        for event in stream:
+            if event.type.endswith(".delta"):
+                break
+        assert turns_of(server, session_id) == []
+
+
+def test_a_client_that_disconnects_mid_stream_commits_nothing(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+    server.engine.delay = 0.3
+    session_id = server.new_session()
+    body = {"input": QUESTION, "stream": True}
+    hang_up_while_sampling(server, f"/sessions/{session_id}/v1/responses", body, ".delta")
+    assert turns_of(server, session_id) == []
+
+
+def test_an_engine_error_mid_stream_fails_the_response_and_commits_nothing(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+    server.engine.fault = "break"
+    session_id = server.new_session()
+    with pytest.raises(openai.APIError, match="mid-stream"):
+        for _ in client(server, session_id).responses.create(model="m", input=QUESTION, stream=True):
+            pass
+    assert turns_of(server, session_id) == []
+
+
+def test_a_length_cut_is_an_incomplete_response(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+    session_id = server.new_session()
+    response = client(server, session_id).responses.create(model="m", input=QUESTION, max_output_tokens=3)
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None and response.incomplete_details.reason == "max_output_tokens"
+
+
+def test_previous_response_id_continues_a_stored_response_or_is_a_400(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    session_id = server.new_session()
+    server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, ANSWER))
+    responses = client(server, session_id).responses
+    first = responses.create(model="m", input=QUESTION, tools=TOOLS, instructions="Be brief.")
+    output = {"type": "function_call_output", "call_id": first.output[-1].call_id, "output": "sunny"}  # type: ignore[union-attr]
+    second = responses.create(model="m", input=[output], tools=TOOLS, previous_response_id=first.id)
+    assert second.output_text == "Pack light clothes."
+    assert len(samples_of(server, session_id)) == 1
+    with pytest.raises(openai.BadRequestError, match="previous_response_id"):
+        responses.create(model="m", input="more", previous_response_id="resp_unknown")
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+            "input[0].content[0].type",
+        ),
+        ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"input": "hi", "background": True}, "background"),
+        ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}}, "text.format.type"),
+        ({"input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
+    ],
+)
+def test_unsupported_input_is_an_openai_shaped_400_naming_the_field(
+    server: Server, body: dict[str, Any], named: str
+) -> None:
+    session_id = server.new_session()
+    response = server.http.post(f"/sessions/{session_id}/v1/responses", json=body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "BadRequestError" and named in error["message"]
+    assert turns_of(server, session_id) == []
+
+
+def assistant_items(reasoning: str, text: str) -> list[dict[str, Any]]:
+    """An assistant turn as Responses input items written by hand (no encrypted_content: matched as sent)."""
+    return [
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": reasoning}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
+    ]
+
+
+def test_a_session_may_mix_dialects(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    """Anthropic, then chat completions, then Responses, on one conversation: one trajectory, one sample."""
+    session_id = server.new_session()
+    server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, ANSWER), ids_of(qwen3_tokenizer, ANSWER))
+    claude = anthropic.Anthropic(base_url=f"{server.url}/sessions/{session_id}", api_key="unused", max_retries=0)
+    function = CHAT_TOOLS[0]["function"]
+    claude_tools: Any = [
+        {"name": function["name"], "description": function["description"], "input_schema": function["parameters"]}
+    ]
+    first = claude.messages.create(
+        model="m", max_tokens=200, messages=[{"role": "user", "content": QUESTION}], tools=claude_tools
+    )
+    call = first.content[-1]
+    assert call.type == "tool_use"
+    stored = server.http.get(f"/sessions/{session_id}").json()["conversation"]
+    messages: list[Any] = [*stored, {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+    second = client(server, session_id).chat.completions.create(model="m", messages=messages, tools=CHAT_TOOLS)
+    messages.append(second.choices[0].message.model_dump(exclude_none=True))
+    call_arguments = stored[1]["tool_calls"][0]["function"]["arguments"]
+    items: list[Any] = [
+        {"role": "user", "content": QUESTION},
+        *assistant_items(stored[1]["reasoning_content"], stored[1]["content"]),
+        {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call_arguments},
+        {"type": "function_call_output", "call_id": call.id, "output": "sunny"},
+        *assistant_items(messages[-1]["reasoning_content"], messages[-1]["content"]),
+        {"role": "user", "content": "And for Rome?"},
+    ]
+    third = client(server, session_id).responses.create(model="m", input=items, tools=TOOLS)
+    assert third.status == "completed"
+    assert [turn["node_id"] for turn in turns_of(server, session_id)] == [0, 1, 2]
+    assert len(samples_of(server, session_id)) == 1
+    dialects = [node.turn.metadata.get("dialect") for node in server.state.registry.get(session_id).trajectory.store]
+    assert dialects == ["anthropic", None, "responses"]

@@ -1,0 +1,41 @@
+"""Round-trip values: what tito signs verifies for its session only, anything altered or foreign names nothing,
+and a journaled server keeps its key across restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tito.server.dialects.signing import KEY_FILE, RoundTripSigner
+
+
+def test_a_signed_value_names_its_response_in_its_own_session_only() -> None:
+    signer = RoundTripSigner(b"k" * 32)
+    value = signer.sign("session-a", "msg_123")
+    assert signer.verify(value, "session-a") == "msg_123"
+    assert signer.verify(value, "session-b") is None
+
+
+def test_an_altered_forged_or_foreign_value_names_nothing() -> None:
+    signer = RoundTripSigner(b"k" * 32)
+    value = signer.sign("s", "resp_1")
+    prefix, named, mac = value.split(".")
+    other_named = RoundTripSigner(b"k" * 32).sign("s", "resp_2").split(".")[1]
+    for untrusted in (
+        f"{prefix}.{named}.{'0' * len(mac)}",  # a made-up MAC
+        f"{prefix}.{other_named}.{mac}",  # another response under this MAC
+        RoundTripSigner(b"x" * 32).sign("s", "resp_1"),  # another server's key
+        "EqVkZXJz...anthropic's own signature",
+        "",
+        None,
+        42,
+        "tito1.!!!.abc",
+    ):
+        assert signer.verify(untrusted, "s") is None, untrusted
+
+
+def test_a_journaled_server_keeps_its_key_and_others_get_a_fresh_one(tmp_path: Path) -> None:
+    first = RoundTripSigner.for_journal(tmp_path)
+    value = first.sign("s", "msg_1")
+    assert (tmp_path / KEY_FILE).stat().st_mode & 0o077 == 0  # readable by the owner only
+    assert RoundTripSigner.for_journal(tmp_path).verify(value, "s") == "msg_1"
+    assert RoundTripSigner.for_journal(None).verify(value, "s") is None
