@@ -223,7 +223,13 @@ def test_an_engine_error_mid_stream_is_an_sse_error_and_commits_nothing(
     server.engine.fault = "break"
     session_id = server.new_session()
     events = raw_events(server, session_id, {})
-    assert events[-1] == {"error": {"type": "EngineResponseError", "message": events[-1]["error"]["message"]}}
+    error = events[-1]["error"]
+    assert error == {
+        "type": "EngineResponseError",
+        "message": error["message"],
+        "code": "bad_reply",
+        "engine": "instant",
+    }
     assert "mid-stream" in events[-1]["error"]["message"] and "[DONE]" not in events
     server.engine.queue(qwen3_tokenizer.encode(SCRIPTS["content"], add_special_tokens=False))
     with pytest.raises(openai.APIError, match="mid-stream"):

@@ -82,7 +82,8 @@ class SGLangEngine:
         finally:
             await events.aclose()
         if not finished:
-            raise EngineResponseError(ENGINE, f"/generate stream ended after {received} ids without a finish_reason")
+            detail = f"/generate stream ended after {received} ids without a finish_reason"
+            raise EngineResponseError(ENGINE, detail, fault="cut")
 
     async def health(self) -> None:
         """`GET /health`; the first time, also learn the served model from `GET /get_model_info` when not given."""
@@ -188,7 +189,7 @@ def parse_finish_reason(reason: Any) -> Finish | None:
     try:
         kind = FinishKind(kind_name)
     except ValueError as exc:
-        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}", fault="unknown_finish") from exc
     if not isinstance(reason, dict):
         return Finish(kind)
     matched = reason.get("matched")

@@ -138,7 +138,7 @@ class VLLMEngine:
             self._aborts.pop(request.request_id, None)
             await events.aclose()
         if finish is None:
-            raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream ended without a finish_reason")
+            raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream ended without a finish_reason", fault="cut")
         if not delivered:  # a server that sent no usage chunk
             yield GenerationChunk(token_ids(), logprob_values(), finish, len(request.prompt_ids), 0)
 
@@ -248,7 +248,7 @@ def parse_finish(reason: Any, stop_reason: Any) -> Finish | None:
     try:
         kind = FinishKind(reason)
     except ValueError as exc:
-        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}", fault="unknown_finish") from exc
     return Finish(
         kind,
         matched_token_id=stop_reason if isinstance(stop_reason, int) and not isinstance(stop_reason, bool) else None,

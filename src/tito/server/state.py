@@ -1,7 +1,7 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: content_tokens, engines.protocol, server.metrics, server.sessions, server.tokenizers,
-tokenizer_protocol, trajectory.
+Imports from tito: content_tokens, engines.protocol, server.engine_guard, server.metrics, server.sessions,
+server.tokenizers, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
+from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
@@ -71,7 +72,9 @@ class ServerState:
             if hook is not None:
                 load_hook(hook, option)  # a bad hook fails at startup, not at the first /samples
         self.options = options
-        self.engine = engine
+        self.metrics = ServerMetrics()
+        self.engine = GuardedEngine(engine, len(tokenizer), self.metrics)
+        """The engine behind its guard (replies checked, aborts that never fail a turn); `.inner` is the engine."""
         self.tokenizers = TokenizerPool(
             tokenizer,
             options.family,
@@ -80,5 +83,4 @@ class ServerState:
             options.content_special_tokens,
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
-        self.metrics = ServerMetrics()
         self.model_name = options.model_name or engine.info.model

@@ -177,7 +177,7 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
         state.metrics.errors.labels(ClientDisconnectedError.__name__).inc()
         return
     except TitoError as exc:
-        state.metrics.errors.labels(type(exc).__name__).inc()
+        state.metrics.count_error(exc)
         yield error_event(error_body(exc))
         return
     except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in OpenAI's shape
