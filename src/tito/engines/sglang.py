@@ -167,7 +167,8 @@ def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
         ids = token_ids(new_ids)
         logprobs = logprob_values([triple[0] for triple in new_triples])  # faster than itemgetter/zip (measured)
     except (TypeError, IndexError, OverflowError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed output_ids or output_token_logprobs: {exc}") from exc
+        detail = f"malformed output_ids or output_token_logprobs: {exc}"
+        raise EngineResponseError(ENGINE, detail, fault="malformed") from exc
     finish = parse_finish_reason(meta.get("finish_reason"))
     weight_version = meta.get("weight_version")
     return GenerationChunk(

@@ -276,16 +276,18 @@ def _generate_logprobs(choice: JsonObject) -> tuple[Any, Any]:
     try:
         return _arrays(ids, [entry["logprob"] for entry in content])
     except (TypeError, KeyError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}") from exc
+        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}", fault="malformed") from exc
 
 
 def _arrays(ids: Any, values: Any) -> tuple[Any, Any]:
     if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
-        raise EngineResponseError(ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}")
+        raise EngineResponseError(
+            ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}", fault="malformed"
+        )
     try:
         return token_ids(ids), logprob_values(values)
     except (TypeError, OverflowError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed token_ids or logprobs: {exc}") from exc
+        raise EngineResponseError(ENGINE, f"malformed token_ids or logprobs: {exc}", fault="malformed") from exc
 
 
 def _usage(usage: Any, prompt_length: int) -> tuple[int, int]:

@@ -140,7 +140,7 @@ class GuardedEngine:
     def check(self, ids: array[int], logprobs: array[float]) -> None:
         """Every id inside the vocabulary and every logprob finite; else a 502 naming the first bad value."""
         size = self.vocabulary_size
-        if ids and (min(ids) < 0 or max(ids) >= size):
+        if ids and max(memoryview(ids).cast("B").cast("I")) >= size:  # one pass: read unsigned, a negative id is huge
             position, value = next((i, v) for i, v in enumerate(ids) if not 0 <= v < size)
             detail = f"sampled id {value} at position {position} is outside the vocabulary (ids 0 to {size - 1})"
             raise EngineResponseError(self.info.name, detail, fault="bad_ids")
