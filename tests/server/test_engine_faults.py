@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import orjson
 import pytest
 
@@ -225,3 +226,23 @@ def test_deleting_the_session_in_flight_is_410_whatever_the_engines_abort_does(
     failed = {(faulty.kind, "abort_failed"): 1.0} if abort_fault and aborts_on_the_wire else {}
     assert counted_since(faulty, counts) == failed
     started(faulty)
+
+
+def test_the_openai_sdk_retries_an_engine_fault_and_the_turn_commits_once(faulty: FaultServer) -> None:
+    session_id, messages = started(faulty)
+    sdk = openai.OpenAI(base_url=faulty.chat_url(session_id), api_key="unused", max_retries=2)
+    faulty.fake.plan = FaultPlan("status_500", times=1)
+    reply = sdk.chat.completions.create(model="m", messages=[*messages, user("next")])  # type: ignore[list-item]
+    assert faulty.fake.plan.injected == ["status_500"]
+    turns = faulty.http.get(f"/sessions/{session_id}").json()["turns"]
+    assert len(turns) == 3 and turns[-1]["response_id"] == reply.id
+
+
+def test_the_openai_sdk_raises_a_streamed_engine_fault_with_the_engines_words(faulty: FaultServer) -> None:
+    session_id, messages = started(faulty)
+    sdk = openai.OpenAI(base_url=faulty.chat_url(session_id), api_key="unused", max_retries=0)
+    faulty.fake.plan = FaultPlan("cut", times=1)
+    with pytest.raises(openai.APIError, match=f"engine '{faulty.kind}'.*cut mid-reply") as raised:
+        for _ in sdk.chat.completions.create(model="m", messages=[*messages, user("next")], stream=True):  # type: ignore[list-item]
+            pass
+    assert isinstance(raised.value.body, dict) and raised.value.body["code"] == "cut"
