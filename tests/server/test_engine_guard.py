@@ -61,6 +61,8 @@ def faults(metrics: ServerMetrics) -> dict[tuple[str, str], float]:
 @pytest.mark.parametrize(("ids", "logprobs", "fault", "words"), [
     ([5, 100], [-0.1, -0.2], "bad_ids", "sampled id 100 at position 1 is outside the vocabulary (ids 0 to 99)"),
     ([-3, 5], [-0.1, -0.2], "bad_ids", "sampled id -3 at position 0"),
+    ([5] * 35 + [-1] + [5] * 4, [-0.1] * 40, "bad_ids", "sampled id -1 at position 35"),
+    ([5] * 39 + [100], [-0.1] * 40, "bad_ids", "sampled id 100 at position 39"),
     ([5, 6], [-0.1, math.nan], "bad_logprobs", "logprob nan of the sampled id at position 1 is not finite"),
     ([5, 6], [-math.inf, -0.2], "bad_logprobs", "logprob -inf of the sampled id at position 0"),
     ([5, 6], [3.5e38 * 10, -0.2], "bad_logprobs", "logprob inf"),

@@ -87,12 +87,14 @@ class GuardedEngine:
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
         call = self._calls[request.request_id] = _Call()
         chunks = self.inner.stream(request)
+        next_chunk = chunks.__anext__
+        task = asyncio.current_task()
         finished = False
         try:
             while not call.aborted:
-                call.task = asyncio.current_task()
+                call.task = task
                 try:
-                    chunk = await anext(chunks)
+                    chunk = await next_chunk()
                 except StopAsyncIteration:
                     break
                 except BaseException:
@@ -101,10 +103,11 @@ class GuardedEngine:
                     raise
                 finally:
                     call.task = None
-                if _cut_short(call):
+                if call.aborted and _cut_short(call):
                     break
                 self.check(chunk.ids, chunk.logprobs)
-                finished = finished or chunk.finish is not None
+                if chunk.finish is not None:
+                    finished = True
                 yield chunk
             if call.aborted:
                 yield GenerationChunk(token_ids(), logprob_values(), _CUT, len(request.prompt_ids), 0)
@@ -140,7 +143,11 @@ class GuardedEngine:
     def check(self, ids: array[int], logprobs: array[float]) -> None:
         """Every id inside the vocabulary and every logprob finite; else a 502 naming the first bad value."""
         size = self.vocabulary_size
-        if ids and max(memoryview(ids).cast("B").cast("I")) >= size:  # one pass: read unsigned, a negative id is huge
+        if ids and (
+            max(memoryview(ids).cast("B").cast("I")) >= size  # one pass, read unsigned: a negative id is huge
+            if len(ids) > 32
+            else min(ids) < 0 or max(ids) >= size
+        ):
             position, value = next((i, v) for i, v in enumerate(ids) if not 0 <= v < size)
             detail = f"sampled id {value} at position {position} is outside the vocabulary (ids 0 to {size - 1})"
             raise EngineResponseError(self.info.name, detail, fault="bad_ids")
@@ -148,6 +155,13 @@ class GuardedEngine:
             position, logprob = next((i, v) for i, v in enumerate(logprobs) if not math.isfinite(v))
             detail = f"logprob {logprob} of the sampled id at position {position} is not finite"
             raise EngineResponseError(self.info.name, detail, fault="bad_logprobs")
+
+
+def _outside(ids: array[int], size: int) -> bool:
+    """Whether an id lies outside 0..size-1: a long reply in one pass, read as unsigned (a negative id is huge)."""
+    if len(ids) > 32:
+        return max(memoryview(ids).cast("B").cast("I")) >= size
+    return min(ids) < 0 or max(ids) >= size
 
 
 def _cut_short(call: _Call) -> bool:
