@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -194,8 +195,9 @@ def test_a_tree_branch(faulty: FaultServer, fault: str) -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("abort_fault", [None, *ABORT_FAULTS])
 def test_deleting_the_session_in_flight_is_410_whatever_the_engines_abort_does(
-    faulty: FaultServer, abort_fault: str | None, stream: bool
+    faulty: FaultServer, abort_fault: str | None, stream: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(faulty.state, "options", replace(faulty.state.options, engine_timeout=10.0))  # no 504 first
     session_id, messages = started(faulty)
     counts = fault_counts(faulty)
     faulty.fake.plan = FaultPlan("slow", times=1)  # the engine holds the call until it is aborted
