@@ -5,8 +5,9 @@ The full soak takes ~15 s per engine on a loaded 2-core machine: it is marked `s
 
 Every request is a committed turn or a clear 5xx naming the engine's fault (never a 4xx); the client retries a 5xx
 as the openai SDK does (`x-stainless-retry-count`), so every session ends with its 10 turns; every session's sample
-then equals a fault-free session's, token for token, mask and logprobs (nothing partial, nothing twice); and the
-faults counted by `tito_engine_faults` are the error replies. Every third turn is streamed.
+then equals a fault-free session's, token for token, mask and logprobs (nothing partial, nothing twice), also after
+a restart from the server's journal; and the faults counted by `tito_engine_faults` are the error replies. Every
+third turn is streamed.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def test_a_soak_with_random_engine_faults_commits_every_turn_once_or_fails_it_cl
         expected = sample(server, clean)
         assert all(sample(server, session_id) == expected for session_id in session_ids)
         counted = _fault_counts(server.http.get("/metrics").text)
+    with running_fault_server(qwen3_tokenizer, kind, tmp_path) as restarted:  # the journal holds the same turns
+        assert all(sample(restarted, session_id) == expected for session_id in session_ids)
     injected = Counter(EXPECTED[fault][2] for fault in server.fake.plan.injected)
     assert tally.committed == sessions * TURNS and injected.total() > sessions * TURNS * RATE / 2
     errors = Counter({code: n for (_, code), n in tally.errors.items()})
