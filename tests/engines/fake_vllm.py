@@ -134,6 +134,8 @@ def vllm_app(server: FakeServer) -> Starlette:
         server.requests.append(RecordedRequest("/inference/v1/generate", dict(request.headers), body))
         params = body["sampling_params"]
         request_id = "generate-tokens-" + body.get("request_id", "x")
+        if server.fault_for(body.get("request_id", "x")) == "slow":  # the one fault this route serves (aborts)
+            await server.wait_until_aborted(request_id, request.is_disconnected)
         ids, finish_type, matched = server.sample(body["token_ids"], params["max_tokens"], params["stop_token_ids"])
         for _ in ids:
             await asyncio.sleep(server.behaviour.token_delay)

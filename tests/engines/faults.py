@@ -26,7 +26,12 @@ def dead_port() -> socket.socket:
 
 
 def http_engine(kind: str, url: str, timeout: float) -> Engine:
-    return SGLangEngine(url, timeout=timeout) if kind == "sglang" else VLLMEngine(url, timeout=timeout, model="tiny")
+    """`sglang`, `vllm` (its completions API) or `vllm-generate` (`/inference/v1/generate` for whole replies)."""
+    if kind == "sglang":
+        return SGLangEngine(url, timeout=timeout)
+    return VLLMEngine(
+        url, timeout=timeout, model="tiny", endpoint="generate" if kind == "vllm-generate" else "completions"
+    )
 
 
 class FaultSwitch:

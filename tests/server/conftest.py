@@ -165,12 +165,12 @@ class FaultServer(Server):
         super().__init__(url, state, state.engine.inner)  # type: ignore[arg-type]
         self.fake = fake
         self.journal = journal
-        self.kind = fake.name
+        self.kind = state.engine.info.name
 
 
 @contextlib.contextmanager
 def running_fault_server(tokenizer: LocalTokenizer, kind: str, journal: Path, **options: Any) -> Iterator[FaultServer]:
-    """A `FaultServer` for engine `kind` (`sglang` or `vllm`); its engine's aborts time out after 0.2 s."""
+    """A `FaultServer` for engine `kind` (see tests.engines.faults.http_engine); its aborts time out after 0.2 s."""
     fake, thread = start_fake(kind)
     refusing = dead_port()
     with contextlib.closing(refusing):

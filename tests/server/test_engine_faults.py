@@ -24,7 +24,8 @@ import orjson
 import pytest
 
 from tests.engines.fake_engine import ABORT_FAULTS, FAULTS, FaultPlan
-from tests.server.conftest import FaultServer
+from tests.server.conftest import FaultServer, running_fault_server
+from tito.tokenizer_loading import LocalTokenizer
 
 EXPECTED: dict[str, tuple[int, str, str]] = {
     "refused": (503, "EngineUnavailableError", "unavailable"),
@@ -197,24 +198,53 @@ def test_a_tree_branch(faulty: FaultServer, fault: str) -> None:
 def test_deleting_the_session_in_flight_is_410_whatever_the_engines_abort_does(
     faulty: FaultServer, abort_fault: str | None, stream: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(faulty.state, "options", replace(faulty.state.options, engine_timeout=10.0))  # no 504 first
-    session_id, messages = started(faulty)
-    counts = fault_counts(faulty)
-    faulty.fake.plan = FaultPlan("slow", times=1)  # the engine holds the call until it is aborted
-    faulty.fake.abort_fault = abort_fault
+    aborts_on_the_wire = faulty.kind == "sglang"  # vLLM's completions API aborts by closing the connection
+    deleted_in_flight(faulty, abort_fault, stream, aborts_on_the_wire, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def vllm_generate(qwen3_tokenizer: LocalTokenizer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultServer]:
+    """vLLM with `/inference/v1/generate` for whole replies: aborts go over the wire (/inference/v1/abort_requests)."""
+    with running_fault_server(qwen3_tokenizer, "vllm-generate", tmp_path_factory.mktemp("vllm-generate")) as server:
+        server.fake.behaviour.reply_ids = [*qwen3_tokenizer.encode("Fine, thanks.", add_special_tokens=False), 151645]
+        yield server
+
+
+@pytest.mark.parametrize("abort_fault", [None, *ABORT_FAULTS])
+def test_deleting_in_flight_on_vllms_generate_endpoint_is_410_whatever_its_abort_does(
+    vllm_generate: FaultServer, abort_fault: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deleted_in_flight(vllm_generate, abort_fault, False, True, monkeypatch)
+    assert vllm_generate.fake.requests[-1].path == "/inference/v1/generate"
+
+
+def deleted_in_flight(
+    server: FaultServer,
+    abort_fault: str | None,
+    stream: bool,
+    aborts_on_the_wire: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Delete a session while the engine holds its turn (until aborted), the engine's abort failing as told: the
+    turn's client gets 410, the failed abort is counted (when the abort is an HTTP call), others keep serving."""
+    monkeypatch.setattr(server.state, "options", replace(server.state.options, engine_timeout=10.0))  # no 504 first
+    session_id, messages = started(server)
+    counts = fault_counts(server)
+    server.fake.plan = FaultPlan("slow", times=1)  # the engine holds the call until it is aborted
+    server.fake.abort_fault = abort_fault
     outcome: list[Any] = []
     asked = [*messages, user("next")]
 
     def in_flight() -> None:
-        outcome.append(streamed(faulty, session_id, asked) if stream else chat(faulty, session_id, asked))
+        outcome.append(streamed(server, session_id, asked) if stream else chat(server, session_id, asked))
 
-    calls = len(faulty.fake.requests)
+    calls = len(server.fake.requests)
     worker = threading.Thread(target=in_flight)
     worker.start()
     deadline = time.monotonic() + 5
-    while len(faulty.fake.requests) == calls and time.monotonic() < deadline:  # the turn reached the engine
+    while len(server.fake.requests) == calls and time.monotonic() < deadline:  # the turn reached the engine
         time.sleep(0.005)
-    assert faulty.http.delete(f"/sessions/{session_id}").status_code == 204
+    assert server.http.delete(f"/sessions/{session_id}").status_code == 204
     worker.join(5)
     if stream:
         status, events = outcome[0]
@@ -224,10 +254,10 @@ def test_deleting_the_session_in_flight_is_410_whatever_the_engines_abort_does(
         assert outcome[0].status_code == 410, outcome[0].text
         error = outcome[0].json()["error"]
     assert error["type"] == "SessionGoneError" and "deleted during the turn" in error["message"]
-    aborts_on_the_wire = faulty.kind == "sglang"  # vLLM's completions API aborts by closing the connection
-    failed = {(faulty.kind, "abort_failed"): 1.0} if abort_fault and aborts_on_the_wire else {}
-    assert counted_since(faulty, counts) == failed
-    started(faulty)
+    failed = {(server.kind, "abort_failed"): 1.0} if abort_fault and aborts_on_the_wire else {}
+    assert counted_since(server, counts) == failed
+    server.fake.abort_fault = None
+    started(server)
 
 
 def test_the_openai_sdk_retries_an_engine_fault_and_the_turn_commits_once(faulty: FaultServer) -> None:
