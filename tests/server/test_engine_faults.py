@@ -104,6 +104,17 @@ def nothing_committed(server: FaultServer, session_id: str) -> Iterator[None]:
     assert server.http.post(samples_url).content == samples
 
 
+@contextlib.contextmanager
+def one_fault(server: FaultServer, session_id: str, fault: str) -> Iterator[None]:
+    """The block's one engine call suffers `fault`: nothing is committed, and the fault is counted once."""
+    counts = fault_counts(server)
+    with nothing_committed(server, session_id):
+        server.fake.plan = FaultPlan(fault, times=1)
+        yield
+    assert server.fake.plan.injected == [fault]
+    assert counted_since(server, counts) == {(server.kind, EXPECTED[fault][2]): 1}
+
+
 _FAULT_LINE = re.compile(r'^tito_engine_faults_total\{engine="([^"]+)",kind="([^"]+)"\} (\S+)$', re.MULTILINE)
 
 
@@ -133,17 +144,13 @@ def assert_others_serve(server: FaultServer, session_id: str, messages: Messages
 def test_a_whole_reply(faulty: FaultServer, fault: str) -> None:
     session_id, messages = started(faulty)
     asked = [*messages, user("next")]
-    counts = fault_counts(faulty)
-    with nothing_committed(faulty, session_id):
-        faulty.fake.plan = FaultPlan(fault, times=1)
+    with one_fault(faulty, session_id, fault):
         response = chat(faulty, session_id, asked)
     status = EXPECTED[fault][0]
     assert response.status_code == status, response.text
     assert_engine_error(faulty, response.json()["error"], fault)
     assert "x-should-retry" not in response.headers  # a 5xx: the SDK retries it
     assert response.headers.get("retry-after") == ("1" if status == 503 else None)
-    assert counted_since(faulty, counts) == {(faulty.kind, EXPECTED[fault][2]): 1}
-    assert faulty.fake.plan.injected == [fault]
     assert_others_serve(faulty, session_id, asked)
 
 
@@ -151,15 +158,12 @@ def test_a_whole_reply(faulty: FaultServer, fault: str) -> None:
 def test_a_streamed_reply(faulty: FaultServer, fault: str) -> None:
     session_id, messages = started(faulty)
     asked = [*messages, user("next")]
-    counts = fault_counts(faulty)
-    with nothing_committed(faulty, session_id):
-        faulty.fake.plan = FaultPlan(fault, times=1)
+    with one_fault(faulty, session_id, fault):
         status, events = streamed(faulty, session_id, asked)
     assert status == 200  # the headers left before the engine answered: the error is the stream's last event
     kind, data = events[-1]
     assert kind == "error" and all(data != "[DONE]" for _, data in events), events
     assert_engine_error(faulty, data["error"], fault)
-    assert counted_since(faulty, counts) == {(faulty.kind, EXPECTED[fault][2]): 1}
     assert_others_serve(faulty, session_id, asked)
 
 
@@ -167,8 +171,7 @@ def test_a_streamed_reply(faulty: FaultServer, fault: str) -> None:
 def test_an_sdk_retry_after_the_fault_commits_the_turn_once(faulty: FaultServer, fault: str) -> None:
     session_id, messages = started(faulty)
     asked = [*messages, user("next")]
-    with nothing_committed(faulty, session_id):
-        faulty.fake.plan = FaultPlan(fault, times=1)
+    with one_fault(faulty, session_id, fault):
         failed = chat(faulty, session_id, asked)
     assert failed.status_code == EXPECTED[fault][0] and "x-should-retry" not in failed.headers
     retried = chat(faulty, session_id, asked, **{"x-stainless-retry-count": "1"})
@@ -181,13 +184,10 @@ def test_an_sdk_retry_after_the_fault_commits_the_turn_once(faulty: FaultServer,
 def test_a_tree_branch(faulty: FaultServer, fault: str) -> None:
     session_id, messages = started(faulty, trajectory="tree")
     branch = [*messages[:2], user("a different question")]
-    counts = fault_counts(faulty)
-    with nothing_committed(faulty, session_id):
-        faulty.fake.plan = FaultPlan(fault, times=1)
+    with one_fault(faulty, session_id, fault):
         response = chat(faulty, session_id, branch)
     assert response.status_code == EXPECTED[fault][0], response.text
     assert_engine_error(faulty, response.json()["error"], fault)
-    assert counted_since(faulty, counts) == {(faulty.kind, EXPECTED[fault][2]): 1}
     assert_others_serve(faulty, session_id, branch)
     nodes = faulty.http.get(f"/sessions/{session_id}").json()["nodes"]
     assert [node["parent_id"] for node in nodes] == [None, 0, 0]
