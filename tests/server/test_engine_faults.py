@@ -94,14 +94,21 @@ def journal_bytes(server: FaultServer) -> bytes:
 
 @contextlib.contextmanager
 def nothing_committed(server: FaultServer, session_id: str) -> Iterator[None]:
-    """The block changes neither the session (its samples and description, byte for byte) nor the journal."""
+    """The block changes neither the session (its samples byte for byte, its description) nor the journal."""
     samples_url = f"/sessions/{session_id}/samples"
-    samples, described = server.http.post(samples_url).content, server.http.get(f"/sessions/{session_id}").content
+    samples, described = server.http.post(samples_url).content, description(server, session_id)
     journal = journal_bytes(server)
     yield
     assert journal_bytes(server) == journal
-    assert server.http.get(f"/sessions/{session_id}").content == described
+    assert description(server, session_id) == described
     assert server.http.post(samples_url).content == samples
+
+
+def description(server: FaultServer, session_id: str) -> dict[str, Any]:
+    """`GET /sessions/{id}` but the clock (the inspector's `summary.last_activity`)."""
+    described = dict(server.http.get(f"/sessions/{session_id}?touch=false").json())
+    described.get("summary", {}).pop("last_activity", None)
+    return described
 
 
 @contextlib.contextmanager
