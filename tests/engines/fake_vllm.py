@@ -23,6 +23,7 @@ from tests.engines.fake_engine import (
     RecordedRequest,
     abort_fault,
     scripted_logprob,
+    scripted_top_logprobs,
 )
 
 
@@ -55,6 +56,13 @@ def vllm_app(server: FakeServer) -> Starlette:
                 return math.nan  # Python's json writes a NaN literal
             return -1e39 if position == 0 and fault == "inf_logprobs" else scripted_logprob(position)
 
+        top, as_ids = body.get("logprobs") or 0, body.get("return_tokens_as_token_ids")
+
+        def top_of(i: int) -> dict[str, float]:
+            """The sampled token plus the `logprobs` most likely, keyed by token string (or "token_id:N")."""
+            pairs = [(ids[i], logprob(i)), *scripted_top_logprobs(ids[i], i, top)]
+            return {(f"token_id:{token}" if as_ids else f"<t{token}>"): lp for token, lp in pairs}
+
         def choice(start: int, end: int, finish: str | None, first: bool) -> dict[str, Any]:
             if behaviour.malformed or fault == "missing_fields":
                 return {"index": 0, "text": "", "finish_reason": finish}
@@ -65,7 +73,7 @@ def vllm_app(server: FakeServer) -> Starlette:
                     "text_offset": list(range(start, end)),
                     "token_logprobs": [logprob(i) for i in range(start, end)],
                     "tokens": [f"<t{token}>" for token in ids[start:end]],
-                    "top_logprobs": [{f"<t{ids[i]}>": logprob(i)} for i in range(start, end)],
+                    "top_logprobs": [top_of(i) for i in range(start, end)],
                 },
                 "finish_reason": finish,
                 "stop_reason": matched if finish == "stop" else None,
@@ -142,7 +150,20 @@ def vllm_app(server: FakeServer) -> Starlette:
             if server.is_aborted(request_id):
                 ids, finish_type, matched = ids[:1], "abort", None
                 break
-        content = [{"token_id": token, "logprob": scripted_logprob(i), "rank": 3} for i, token in enumerate(ids)]
+        top = params.get("logprobs") or 0
+        content = [
+            {
+                "token_id": token,
+                "logprob": scripted_logprob(i),
+                "rank": 1,
+                "top_logprobs": [{"token_id": token, "logprob": scripted_logprob(i), "rank": 1}]
+                + [
+                    {"token_id": t, "logprob": lp, "rank": r + 1}
+                    for r, (t, lp) in enumerate(scripted_top_logprobs(token, i, top))
+                ],
+            }
+            for i, token in enumerate(ids)
+        ]
         versions = [{"version": server.behaviour.weight_version, "start": 0, "end": len(ids)}]
         choice = {"index": 0, "finish_reason": finish_type, "stop_reason": matched, "token_ids": ids}
         choice |= {"weight_versions": versions, "logprobs": {"content": content}}

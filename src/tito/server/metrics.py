@@ -1,6 +1,6 @@
 """Prometheus metrics of one server (its own registry, so two apps in one process do not collide).
 
-Imports nothing from tito but errors.
+Imports from tito: errors, server.access_log (a turn's facts go to the access log too).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from tito.errors import EngineError, TitoError
+from tito.server.access_log import note_turn
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -28,6 +29,19 @@ class ServerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.resends = Counter(
+            "tito_resends",
+            "Requests resending a session's stored conversation, by outcome: matched_exactly, matched_by_policy, "
+            "branched, failed",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.resend_rules = Counter(
+            "tito_resend_rules",
+            "Resends that needed a matching-policy rule (tito.matching.HARNESS_RULES), by rule",
+            ["rule"],
+            registry=self.registry,
+        )
         self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
         self.engine_faults = Counter(
             "tito_engine_faults",
@@ -45,7 +59,9 @@ class ServerMetrics:
     def observe_turn(
         self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, total_seconds: float
     ) -> None:
-        """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added."""
+        """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added; also noted
+        for the request's access-log line."""
+        note_turn(prompt_tokens, completion_tokens, engine_seconds)
         self.turns.inc()
         self.tokens_in.inc(prompt_tokens)
         self.tokens_out.inc(completion_tokens)

@@ -39,6 +39,8 @@ class ChatCompletionRequest(BaseModel):
     n: int | None = Field(default=None, ge=1)
     stream: bool | None = None
     stream_options: StreamOptions | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     return_token_ids: bool = False
     """tito's extension (the SDK's `extra_body`): each streamed chunk carries the ids it covers and their logprobs."""
     chat_template_kwargs: dict[str, Any] | None = None
@@ -58,6 +60,8 @@ class SessionRequest(BaseModel):
     """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
     strict_append_only: bool | None = None
     """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
+    matcher: Literal["strict", "harness"] | None = None
+    """How a resent conversation must match the stored one (`tito.matching`); None: the server's `--matcher`."""
     group_id: str | None = Field(default=None, min_length=1)
     """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
 

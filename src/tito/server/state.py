@@ -1,7 +1,7 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: content_tokens, engines.protocol, server.engine_guard, server.metrics, server.sessions,
-server.tokenizers, tokenizer_protocol, trajectory.
+Imports from tito: content_tokens, engines.protocol, matching, server.engine_guard, server.metrics,
+server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
+from tito.matching import matching_policy
 from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
@@ -49,6 +50,8 @@ class ServerOptions:
     """The kind of a session whose `POST /sessions` names none."""
     strict_append_only: bool = False
     """Tree sessions' default: refuse any branch (400) instead of growing one."""
+    matcher: str = "harness"
+    """The matching policy of a session whose `POST /sessions` names none (`tito.matching.MATCHING_POLICIES`)."""
     max_nodes: int | None = None
     """Tree sessions' default node limit; None: no limit."""
     sample_picker: str | None = None
@@ -67,6 +70,7 @@ class ServerState:
     def __init__(
         self, tokenizer: Tokenizer, engine: Engine, options: ServerOptions, sink: EventSink | None = None
     ) -> None:
+        matching_policy(options.matcher)  # an unknown policy fails at startup
         for hook, option in [(options.sample_picker, "--sample-picker"),
                              (options.sample_postprocessor, "--sample-postprocessor")]:  # fmt: skip
             if hook is not None:
