@@ -105,9 +105,11 @@ def nothing_committed(server: FaultServer, session_id: str) -> Iterator[None]:
 
 
 def description(server: FaultServer, session_id: str) -> dict[str, Any]:
-    """`GET /sessions/{id}` but the clock (the inspector's `summary.last_activity`)."""
+    """`GET /sessions/{id}` but the clock (the inspector's `summary.last_activity`) and the request counters
+    (`resends`: how each request matched the history, counted whether or not its turn then committed)."""
     described = dict(server.http.get(f"/sessions/{session_id}?touch=false").json())
     described.get("summary", {}).pop("last_activity", None)
+    described.pop("resends", None)
     return described
 
 
