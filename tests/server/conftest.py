@@ -189,9 +189,9 @@ def running_fault_server(tokenizer: LocalTokenizer, kind: str, journal: Path, **
 def fault_server(
     request: pytest.FixtureRequest, qwen3_tokenizer: LocalTokenizer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[FaultServer]:
-    """A `FaultServer` per engine kind (`engine_timeout` 0.5 s), shared by a module's tests; reset by each test."""
+    """A `FaultServer` per engine kind (`engine_timeout` 30 s), shared by a module's tests; reset by each test."""
     kind = str(request.param)
-    with running_fault_server(qwen3_tokenizer, kind, tmp_path_factory.mktemp(kind), engine_timeout=0.5) as server:
+    with running_fault_server(qwen3_tokenizer, kind, tmp_path_factory.mktemp(kind), engine_timeout=30.0) as server:
         yield server
 
 

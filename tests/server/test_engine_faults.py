@@ -42,6 +42,8 @@ EXPECTED: dict[str, tuple[int, str, str]] = {
     "endless": (504, "EngineTimeoutError", "timeout"),
 }
 """fault -> (HTTP status, error type, error code = the metric's kind)."""
+FAULT_TIMEOUT = 0.4
+"""--engine-timeout for a request faulted `slow` or `endless` (the server's own is 30 s)."""
 
 Messages = list[dict[str, Any]]
 
@@ -117,9 +119,15 @@ def description(server: FaultServer, session_id: str) -> dict[str, Any]:
 def one_fault(server: FaultServer, session_id: str, fault: str) -> Iterator[None]:
     """The block's one engine call suffers `fault`: nothing is committed, and the fault is counted once."""
     counts = fault_counts(server)
-    with nothing_committed(server, session_id):
-        server.fake.plan = FaultPlan(fault, times=1)
-        yield
+    options = server.state.options
+    if fault in ("slow", "endless"):  # only this request waits for --engine-timeout: a loaded machine never 504s others
+        server.state.options = replace(options, engine_timeout=FAULT_TIMEOUT)
+    try:
+        with nothing_committed(server, session_id):
+            server.fake.plan = FaultPlan(fault, times=1)
+            yield
+    finally:
+        server.state.options = options
     assert server.fake.plan.injected == [fault]
     assert counted_since(server, counts) == {(server.kind, EXPECTED[fault][2]): 1}
 
@@ -205,10 +213,10 @@ def test_a_tree_branch(faulty: FaultServer, fault: str) -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("abort_fault", [None, *ABORT_FAULTS])
 def test_deleting_the_session_in_flight_is_410_whatever_the_engines_abort_does(
-    faulty: FaultServer, abort_fault: str | None, stream: bool, monkeypatch: pytest.MonkeyPatch
+    faulty: FaultServer, abort_fault: str | None, stream: bool
 ) -> None:
     aborts_on_the_wire = faulty.kind == "sglang"  # vLLM's completions API aborts by closing the connection
-    deleted_in_flight(faulty, abort_fault, stream, aborts_on_the_wire, monkeypatch)
+    deleted_in_flight(faulty, abort_fault, stream, aborts_on_the_wire)
 
 
 @pytest.fixture(scope="module")
@@ -221,9 +229,9 @@ def vllm_generate(qwen3_tokenizer: LocalTokenizer, tmp_path_factory: pytest.Temp
 
 @pytest.mark.parametrize("abort_fault", [None, *ABORT_FAULTS])
 def test_deleting_in_flight_on_vllms_generate_endpoint_is_410_whatever_its_abort_does(
-    vllm_generate: FaultServer, abort_fault: str | None, monkeypatch: pytest.MonkeyPatch
+    vllm_generate: FaultServer, abort_fault: str | None
 ) -> None:
-    deleted_in_flight(vllm_generate, abort_fault, False, True, monkeypatch)
+    deleted_in_flight(vllm_generate, abort_fault, False, True)
     assert vllm_generate.fake.requests[-1].path == "/inference/v1/generate"
 
 
@@ -232,11 +240,9 @@ def deleted_in_flight(
     abort_fault: str | None,
     stream: bool,
     aborts_on_the_wire: bool,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Delete a session while the engine holds its turn (until aborted), the engine's abort failing as told: the
     turn's client gets 410, the failed abort is counted (when the abort is an HTTP call), others keep serving."""
-    monkeypatch.setattr(server.state, "options", replace(server.state.options, engine_timeout=10.0))  # no 504 first
     session_id, messages = started(server)
     counts = fault_counts(server)
     server.fake.plan = FaultPlan("slow", times=1)  # the engine holds the call until it is aborted
