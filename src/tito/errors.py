@@ -14,11 +14,12 @@ TitoError
  ├── JunctionError (409)           stored ids cannot be extended (e.g. a turn cut by length)
  ├── TokenMismatchError (500)      incremental ids differ from the in-context ids
  ├── JournalError (500)           the session journal cannot be written or read back (which file, which offset)
- └── EngineError (502)             the inference engine failed; carries the engine's own words
-      ├── EngineUnavailableError (502)  unreachable or unhealthy
+ └── EngineError (502)             the inference engine failed; carries the engine's own words and a fault kind
+      ├── EngineUnavailableError (503)  unreachable, unhealthy or overloaded (with Retry-After)
       ├── EngineTimeoutError (504)      no answer in time
-      ├── EngineResponseError (502)     error status or unreadable body
-      └── EngineRequestError (400)      the engine refused the request itself (4xx)
+      ├── EngineResponseError (502)     an error status, an unreadable or invalid reply, a stream cut short
+      └── EngineRequestError (400)      the engine refused the request's content (400/413/422: prompt too long,
+                                        a sampling parameter out of range): the client's to fix
 
 Only the server turns these into HTTP bodies; this module imports nothing from tito.
 """
@@ -30,6 +31,8 @@ class TitoError(Exception):
     """Base of every error tito raises on purpose."""
 
     http_status: int = 500
+    retry_after: int | None = None
+    """Seconds a client should wait before retrying (the reply's Retry-After header); None: no header."""
 
 
 class ConfigurationError(TitoError, ValueError):
@@ -188,40 +191,51 @@ def _clip(value: object, limit: int = 200) -> str:
 
 
 class EngineError(TitoError):
-    """An inference engine failed; carries the engine's name and its own words. Base of the engine errors."""
+    """An inference engine failed; carries the engine's name, its own words and the kind of fault (the `code` of
+    the error body and the `kind` label of the `tito_engine_faults` metric). Base of the engine errors."""
 
     http_status = 502
+    fault = "bad_reply"
+    """The default kind of fault of the class; a raise may name a narrower one (`fault=`)."""
 
-    def __init__(self, engine: str, detail: str, *, status: int | None = None) -> None:
+    def __init__(self, engine: str, detail: str, *, status: int | None = None, fault: str | None = None) -> None:
         self.engine = engine
         self.detail = detail
         self.engine_status = status
+        if fault is not None:
+            self.fault = fault
         where = f" (HTTP {status})" if status is not None else ""
         super().__init__(f"engine {engine!r}{where}: {detail}")
 
 
 class EngineUnavailableError(EngineError):
-    """The engine could not be reached (connection refused, reset, DNS) or is not healthy."""
+    """The engine could not be reached (connection refused), is not healthy or is overloaded (its 503 or 429):
+    503 with Retry-After, so a client waits and retries."""
 
-    http_status = 502
+    http_status = 503
+    fault = "unavailable"
+    retry_after = 1
 
 
 class EngineTimeoutError(EngineError):
     """The engine did not answer within the configured time."""
 
     http_status = 504
+    fault = "timeout"
 
 
 class EngineResponseError(EngineError):
-    """The engine answered with an error status or a body tito cannot read."""
+    """The engine answered with an error status or a reply tito cannot use (not JSON, fields missing, ids outside
+    the vocabulary, logprobs not finite, an unknown finish reason, a stream cut short)."""
 
     http_status = 502
 
 
 class EngineRequestError(EngineError):
-    """The engine refused the request itself (4xx: prompt too long, bad sampling parameter)."""
+    """The engine refused the request's content (400/413/422: prompt too long, bad sampling parameter)."""
 
     http_status = 400
+    fault = "refused"
 
 
 class JournalError(TitoError):

@@ -17,9 +17,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.engines.fake_engine import (
+    HANG_LIMIT,
     DropConnection,
     FakeServer,
     RecordedRequest,
+    abort_fault,
     scripted_logprob,
     scripted_top_logprobs,
 )
@@ -30,15 +32,27 @@ def sglang_app(server: FakeServer) -> Starlette:
         body = await request.json()
         server.requests.append(RecordedRequest("/generate", dict(request.headers), body))
         behaviour = server.behaviour
+        rid = body["rid"]
+        fault = server.fault_for(rid)
         if behaviour.status is not None:
             return JSONResponse({"error": {"message": behaviour.error_message}}, status_code=behaviour.status)
+        if fault == "status_500":
+            return JSONResponse({"error": {"message": "injected fault: the scheduler crashed"}}, status_code=500)
+        if fault == "not_found":
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         params = body["sampling_params"]
         ids, finish_type, matched = server.sample(body["input_ids"], params["max_new_tokens"], params["stop_token_ids"])
-        rid = body["rid"]
+        if fault == "bad_ids" and ids:
+            ids = [10_000_000, *ids[1:]]
         top = body.get("top_logprobs_num") or 0
 
+        def logprob(position: int) -> float | None:
+            if position == 0 and fault == "nan_logprobs":
+                return None  # SGLang answers with orjson, which writes NaN as null
+            return -1e39 if position == 0 and fault == "inf_logprobs" else scripted_logprob(position)
+
         def event(count: int, finish: dict[str, Any] | None, start: int = 0) -> dict[str, Any]:
-            if behaviour.malformed:
+            if behaviour.malformed or fault == "missing_fields":
                 return {"text": "", "meta_info": {"id": rid}}
             info = meta(count, finish, start)
             if top:  # top_logprobs_num: per position [logprob, id, text] triples, best first
@@ -56,27 +70,36 @@ def sglang_app(server: FakeServer) -> Starlette:
                 "completion_tokens": count,
                 "cached_tokens": 3,
                 "weight_version": behaviour.weight_version,
-                "output_token_logprobs": [[scripted_logprob(i), ids[i], None] for i in range(start, count)],
+                "output_token_logprobs": [[logprob(i), ids[i], None] for i in range(start, count)],
                 "e2e_latency": 0.01,
             }
 
         def finish_of(count: int) -> dict[str, Any]:
             if server.is_aborted(rid):
                 return {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
+            if fault == "unknown_finish":
+                return {"type": "cancelled", "message": "injected fault"}
             if finish_type == "length":
                 return {"type": "length", "length": count}
             return {"type": "stop", "matched": matched if matched is not None else 151645}
 
         if not body.get("stream"):
+            if fault in ("slow", "endless"):
+                await server.wait_until_aborted(rid, request.is_disconnected)
+                return JSONResponse(event(0, finish_of(0)))
             count = 0
             while count < len(ids) and not server.is_aborted(rid):
                 await asyncio.sleep(behaviour.token_delay)
                 count += 1
-            if behaviour.drop_connection:
+            if behaviour.drop_connection or fault == "cut":
                 return DropConnection()
+            if fault == "malformed_json":
+                return Response(b'{"text": "", "output_ids": [1, 2', media_type="application/json")
             return JSONResponse(event(count, finish_of(count)))
 
         async def events() -> AsyncIterator[bytes]:
+            if fault == "slow":
+                await server.wait_until_aborted(rid, request.is_disconnected)
             sent = 0
             for count in range(1, len(ids) + 1):
                 await asyncio.sleep(behaviour.token_delay)
@@ -85,12 +108,24 @@ def sglang_app(server: FakeServer) -> Starlette:
                 if behaviour.stream_error and count > 1:
                     yield b"data: " + json.dumps({"error": {"message": behaviour.stream_error}}).encode() + b"\n\n"
                     break
-                if behaviour.drop_connection and count > 1:
+                if (behaviour.drop_connection or fault == "cut") and count > 1:
                     raise ConnectionResetError("in-test server drops the connection")
-                finish = finish_of(count) if count == len(ids) else None
+                if fault == "malformed_json" and count > 1:
+                    yield b'data: {"text": "", "output_ids": [\n\n'
+                    break
+                finish = finish_of(count) if count == len(ids) and fault != "endless" else None
                 start = sent if behaviour.incremental else 0
                 yield b"data: " + json.dumps(event(count, finish, start)).encode() + b"\n\n"
                 sent = count
+            if fault == "endless":  # the same cumulative event again and again: nothing new, never a finish
+                deadline = asyncio.get_running_loop().time() + HANG_LIMIT
+                while not server.is_aborted(rid) and asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.01)
+                    yield (
+                        b"data: "
+                        + json.dumps(event(sent, None, sent if behaviour.incremental else 0)).encode()
+                        + b"\n\n"
+                    )
             if server.is_aborted(rid) or not ids:
                 start = sent if behaviour.incremental else 0
                 yield b"data: " + json.dumps(event(sent, finish_of(sent), start)).encode() + b"\n\n"
@@ -101,6 +136,9 @@ def sglang_app(server: FakeServer) -> Starlette:
     async def abort_request(request: Request) -> Response:
         body = await request.json()
         server.requests.append(RecordedRequest("/abort_request", dict(request.headers), body))
+        failed = await abort_fault(server, request)
+        if failed is not None:
+            return failed
         if body.get("rid"):
             server.aborted.add(body["rid"])
         return Response(status_code=200)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,9 +17,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.engines.fake_engine import (
+    HANG_LIMIT,
     DropConnection,
     FakeServer,
     RecordedRequest,
+    abort_fault,
     scripted_logprob,
     scripted_top_logprobs,
 )
@@ -29,30 +32,46 @@ def vllm_app(server: FakeServer) -> Starlette:
         body = await request.json()
         server.requests.append(RecordedRequest("/v1/completions", dict(request.headers), body))
         behaviour = server.behaviour
+        request_id = str(body.get("request_id", ""))
+        fault = server.fault_for(request_id)
         if behaviour.status is not None:
             error = {"message": behaviour.error_message, "type": "BadRequestError", "param": None}
             return JSONResponse({"error": {**error, "code": behaviour.status}}, status_code=behaviour.status)
+        if fault == "status_500":
+            error = {"message": "injected fault: EngineCore died", "type": "InternalServerError", "param": None}
+            return JSONResponse({"error": {**error, "code": 500}}, status_code=500)
+        if fault == "not_found":
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         prompt = body["prompt"]
         ids, finish_type, matched = server.sample(prompt, body["max_tokens"], body.get("stop_token_ids") or [])
+        if fault == "bad_ids" and ids:
+            ids = [10_000_000, *ids[1:]]
+        if fault == "unknown_finish":
+            finish_type = "cancelled"
         usage = {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(ids), "completion_tokens": len(ids)}
         usage["prompt_tokens_details"] = {"cached_tokens": 16, "created_cache_tokens": None, "multimodal_tokens": None}
+
+        def logprob(position: int) -> float:
+            if position == 0 and fault == "nan_logprobs":
+                return math.nan  # Python's json writes a NaN literal
+            return -1e39 if position == 0 and fault == "inf_logprobs" else scripted_logprob(position)
 
         top, as_ids = body.get("logprobs") or 0, body.get("return_tokens_as_token_ids")
 
         def top_of(i: int) -> dict[str, float]:
             """The sampled token plus the `logprobs` most likely, keyed by token string (or "token_id:N")."""
-            pairs = [(ids[i], scripted_logprob(i)), *scripted_top_logprobs(ids[i], i, top)]
+            pairs = [(ids[i], logprob(i)), *scripted_top_logprobs(ids[i], i, top)]
             return {(f"token_id:{token}" if as_ids else f"<t{token}>"): lp for token, lp in pairs}
 
         def choice(start: int, end: int, finish: str | None, first: bool) -> dict[str, Any]:
-            if behaviour.malformed:
+            if behaviour.malformed or fault == "missing_fields":
                 return {"index": 0, "text": "", "finish_reason": finish}
             return {
                 "index": 0,
                 "text": "".join(f"<t{token}>" for token in ids[start:end]),
                 "logprobs": {
                     "text_offset": list(range(start, end)),
-                    "token_logprobs": [scripted_logprob(i) for i in range(start, end)],
+                    "token_logprobs": [logprob(i) for i in range(start, end)],
                     "tokens": [f"<t{token}>" for token in ids[start:end]],
                     "top_logprobs": [top_of(i) for i in range(start, end)],
                 },
@@ -64,13 +83,22 @@ def vllm_app(server: FakeServer) -> Starlette:
             }
 
         if not body.get("stream"):
+            if fault in ("slow", "endless"):
+                await server.wait_until_aborted(request_id, request.is_disconnected)
             await asyncio.sleep(behaviour.token_delay * len(ids))
-            if behaviour.drop_connection:
+            if behaviour.drop_connection or fault == "cut":
                 return DropConnection()
+            if fault == "malformed_json":
+                return Response(
+                    b'{"id": "cmpl-1", "choices": [{"index": 0, "token_ids": [1, 2', media_type="application/json"
+                )
             reply = {"id": "cmpl-1", "object": "text_completion", "model": body["model"]}
-            return JSONResponse({**reply, "choices": [choice(0, len(ids), finish_type, True)], "usage": usage})
+            reply_body = json.dumps({**reply, "choices": [choice(0, len(ids), finish_type, True)], "usage": usage})
+            return Response(reply_body, media_type="application/json")
 
         async def events() -> AsyncIterator[bytes]:
+            if fault == "slow":
+                await server.wait_until_aborted(request_id, request.is_disconnected)
             for index in range(len(ids)):
                 await asyncio.sleep(behaviour.token_delay)
                 if behaviour.stream_error and index > 0:
@@ -82,15 +110,24 @@ def vllm_app(server: FakeServer) -> Starlette:
                     }
                     yield b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
                     break
-                if behaviour.drop_connection and index > 0:
+                if (behaviour.drop_connection or fault == "cut") and index > 0:
                     raise ConnectionResetError("in-test server drops the connection")
-                finish = finish_type if index == len(ids) - 1 else None
+                if fault == "malformed_json" and index > 0:
+                    yield b'data: {"id": "cmpl-1", "choices": [\n\n'
+                    break
+                finish = finish_type if index == len(ids) - 1 and fault != "endless" else None
                 chunk = {
                     "id": "cmpl-1",
                     "object": "text_completion",
                     "choices": [choice(index, index + 1, finish, not index)],
                 }
                 yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+            if fault == "endless":  # empty deltas, never a finish, until the client leaves
+                deadline = asyncio.get_running_loop().time() + HANG_LIMIT
+                while asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.01)
+                    empty = {"id": "cmpl-1", "object": "text_completion", "choices": [choice(0, 0, None, False)]}
+                    yield b"data: " + json.dumps(empty).encode() + b"\n\n"
             if not ids:
                 chunk = {"id": "cmpl-1", "choices": [choice(0, 0, finish_type, True)]}
                 yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
@@ -105,6 +142,8 @@ def vllm_app(server: FakeServer) -> Starlette:
         server.requests.append(RecordedRequest("/inference/v1/generate", dict(request.headers), body))
         params = body["sampling_params"]
         request_id = "generate-tokens-" + body.get("request_id", "x")
+        if server.fault_for(body.get("request_id", "x")) == "slow":  # the one fault this route serves (aborts)
+            await server.wait_until_aborted(request_id, request.is_disconnected)
         ids, finish_type, matched = server.sample(body["token_ids"], params["max_tokens"], params["stop_token_ids"])
         for _ in ids:
             await asyncio.sleep(server.behaviour.token_delay)
@@ -134,6 +173,9 @@ def vllm_app(server: FakeServer) -> Starlette:
     async def abort_requests(request: Request) -> Response:
         body = await request.json()
         server.requests.append(RecordedRequest("/inference/v1/abort_requests", dict(request.headers), body))
+        failed = await abort_fault(server, request)
+        if failed is not None:
+            return failed
         server.aborted.update(body["request_ids"])
         return Response(status_code=200)
 

@@ -200,13 +200,13 @@ async def test_a_slow_engine_times_out_with_a_typed_error(sglang_server: FakeSer
 
 
 @pytest.mark.asyncio
-async def test_a_dropped_connection_is_engine_unavailable(sglang_server: FakeServer):
+async def test_a_dropped_connection_is_a_reply_cut_short(sglang_server: FakeServer):
     sglang_server.behaviour.drop_connection = True
     engine = SGLangEngine(sglang_server.url)
-    with pytest.raises(EngineUnavailableError):
-        await engine.generate(request())
-    with pytest.raises(EngineUnavailableError):
-        await collect_stream(engine.stream(request()), 0.0)
+    for call in (engine.generate(request()), collect_stream(engine.stream(request()), 0.0)):
+        with pytest.raises(EngineResponseError, match="cut mid-reply") as raised:
+            await call
+        assert raised.value.fault == "cut"
     await engine.aclose()
 
 

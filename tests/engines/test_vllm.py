@@ -190,10 +190,10 @@ async def test_malformed_slow_and_dropped_replies_are_typed_errors(vllm_server: 
         await engine.generate(request())
     vllm_server.reset()
     vllm_server.behaviour.drop_connection = True
-    with pytest.raises(EngineUnavailableError):
-        await engine.generate(request())
-    with pytest.raises(EngineUnavailableError):
-        await collect_stream(engine.stream(request()), 0.0)
+    for call in (engine.generate(request()), collect_stream(engine.stream(request()), 0.0)):
+        with pytest.raises(EngineResponseError, match="cut mid-reply") as raised:
+            await call
+        assert raised.value.fault == "cut"
     await engine.aclose()
 
 

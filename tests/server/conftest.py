@@ -1,7 +1,9 @@
 """Server fixtures: a real uvicorn server on 127.0.0.1 (a free port) in front of a scripted instant engine.
 
 The engine's replies are scripted per test (`ScriptedEngine.queue`), and it can be told to fail, hang or
-answer malformed, so every engine failure path runs through the real HTTP stack.
+answer malformed, so every engine failure path runs through the real HTTP stack. `fault_server` is the same server
+in front of tito's real SGLang or vLLM client and the in-test engine server with its faults (tests/engines/faults.py),
+journaled.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.engines.fake_engine import FakeServer
+from tests.engines.faults import FaultSwitch, dead_port, http_engine
+from tests.engines.servers import start_fake
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import EngineInfo, Finish, FinishKind, GenerateRequest, Generation, GenerationChunk
 from tito.errors import EngineResponseError, EngineUnavailableError
@@ -150,3 +156,48 @@ def _reset_engine(request: pytest.FixtureRequest) -> Iterator[None]:
         engine.fault, engine.delay = None, 0.0
         engine.replies.clear()
         engine.aborted.clear()
+
+
+class FaultServer(Server):
+    """A journaled server in front of an in-test SGLang or vLLM server that injects faults (`fake.plan`)."""
+
+    def __init__(self, url: str, state: ServerState, fake: FakeServer, journal: Path) -> None:
+        super().__init__(url, state, state.engine.inner)  # type: ignore[arg-type]
+        self.fake = fake
+        self.journal = journal
+        self.kind = state.engine.info.name
+
+
+@contextlib.contextmanager
+def running_fault_server(tokenizer: LocalTokenizer, kind: str, journal: Path, **options: Any) -> Iterator[FaultServer]:
+    """A `FaultServer` for engine `kind` (see tests.engines.faults.http_engine); its aborts time out after 0.2 s."""
+    fake, thread = start_fake(kind)
+    refusing = dead_port()
+    with contextlib.closing(refusing):
+        dead_url = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+        engine = FaultSwitch(fake, http_engine(kind, fake.url, 30.0), http_engine(kind, dead_url, 30.0))
+        state = ServerState(tokenizer, engine, ServerOptions(family="qwen3", journal=journal, **options))
+        state.engine.abort_timeout = 0.2
+        try:
+            with serve_in_thread(create_app(state)) as url:
+                yield FaultServer(url, state, fake, journal)
+        finally:
+            thread.stop()
+
+
+@pytest.fixture(scope="module", params=["sglang", "vllm"])
+def fault_server(
+    request: pytest.FixtureRequest, qwen3_tokenizer: LocalTokenizer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FaultServer]:
+    """A `FaultServer` per engine kind (`engine_timeout` 30 s), shared by a module's tests; reset by each test."""
+    kind = str(request.param)
+    with running_fault_server(qwen3_tokenizer, kind, tmp_path_factory.mktemp(kind), engine_timeout=30.0) as server:
+        yield server
+
+
+@pytest.fixture
+def faulty(fault_server: FaultServer, qwen3_tokenizer: LocalTokenizer) -> FaultServer:
+    """The module's fault server, its engine reset to answer a short reply that ends with <|im_end|>."""
+    fault_server.fake.reset()
+    fault_server.fake.behaviour.reply_ids = [*qwen3_tokenizer.encode("Fine, thanks.", add_special_tokens=False), 151645]
+    return fault_server

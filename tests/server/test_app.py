@@ -36,11 +36,12 @@ def test_health_models_and_unknown_routes(server: Server) -> None:
     assert missing.status_code == 404 and "error" in missing.json()
 
 
-def test_health_reports_an_engine_that_is_down_as_502(serve: ServerFactory) -> None:
+def test_health_reports_an_engine_that_is_down_as_503_with_retry_after(serve: ServerFactory) -> None:
     down = serve()
     down.engine.fault = "down"
     response = down.http.get("/health")
-    assert response.status_code == 502 and "connection refused" in response.json()["error"]["message"]
+    assert response.status_code == 503 and "connection refused" in response.json()["error"]["message"]
+    assert response.headers["retry-after"] == "1"
 
 
 def test_metrics_count_turns_tokens_latency_and_errors(serve: ServerFactory) -> None:

@@ -272,11 +272,11 @@ def test_delete_during_an_in_flight_turn_aborts_the_engine_request_and_the_sessi
 
 
 @pytest.mark.parametrize(("fault", "status", "error_type"), [
-    ("down", 502, "EngineUnavailableError"),
+    ("down", 503, "EngineUnavailableError"),
     ("hang", 504, "EngineTimeoutError"),
     ("malformed", 502, "EngineResponseError"),
 ])  # fmt: skip
-def test_engine_failures_are_502_or_504_and_leave_the_session_unchanged(
+def test_engine_failures_are_5xx_and_leave_the_session_unchanged(
     serve: ServerFactory, fault: str, status: int, error_type: str
 ) -> None:
     flaky = serve(engine_timeout=0.3)

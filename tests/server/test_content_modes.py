@@ -24,7 +24,7 @@ def test_a_tool_output_quoting_control_markup_is_text_unless_the_server_says_con
 ) -> None:
     state = build_state(ServerOptions(family="qwen3", content_special_tokens=mode), engine="instant")
     tt = state.tokenizers.default
-    engine: Any = state.engine
+    engine: Any = state.engine.inner
     im_start = tt.tokenizer.convert_tokens_to_ids("<|im_start|>")
     with serve_in_thread(create_app(state)) as url:
         session_id = httpx.post(f"{url}/sessions").json()["session_id"]

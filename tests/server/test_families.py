@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("shared_builtin_tokenizers")  # tests.conft
 def test_each_prompt_is_the_stored_ids_after_the_junction_plus_the_appended_ids(family: str) -> None:
     state = build_state(ServerOptions(family=family), engine="instant")
     tt = state.tokenizers.default
-    engine: Any = state.engine
+    engine: Any = state.engine.inner
     dropped = tt.family.junction.trailing_ids_dropped
     reply = instant_reply_ids(tt)
     with serve_in_thread(create_app(state)) as url:

@@ -32,6 +32,9 @@ from tito.errors import (
 JsonObject = dict[str, Any]
 """A decoded JSON object from an engine's reply."""
 
+REFUSALS = (400, 413, 422)
+"""Statuses by which an engine refuses the request's content (prompt too long, a sampling parameter out of range):
+the client's to fix, so they stay 400. Every other engine status is the engine's fault, never the client's."""
 SSE_DATA = "data:"
 SSE_DONE = "[DONE]"
 
@@ -96,7 +99,8 @@ class HttpEngineClient:
                         return
                     event = self.decode(path, data.encode())
                     if not isinstance(event, dict):
-                        raise EngineResponseError(self.engine, f"{path}: SSE event is not a JSON object: {data[:200]}")
+                        detail = f"{path}: SSE event is not a JSON object: {data[:200]}"
+                        raise EngineResponseError(self.engine, detail, fault="malformed")
                     if "error" in event:
                         self.raise_error_event(path, event)
                     yield event
@@ -107,19 +111,25 @@ class HttpEngineClient:
         try:
             return orjson.loads(content)
         except ValueError as exc:
-            raise EngineResponseError(self.engine, f"{path}: reply is not JSON: {content[:200]!r}") from exc
+            detail = f"{path}: reply is not JSON: {content[:200]!r}"
+            raise EngineResponseError(self.engine, detail, fault="malformed") from exc
 
     def raise_for_status(self, path: str, response: httpx.Response) -> None:
-        """4xx: the engine refused the request (`EngineRequestError`); 5xx: `EngineResponseError`; with its words."""
+        """Map an error status to the Engine*Error the client sees, with the engine's words: 503/429 unavailable
+        (503), 408/504 timeout (504), 400/413/422 a refusal of the request's content (400), any other status
+        (a missing route's 404, a 500) a bad reply (502)."""
         status = response.status_code
         if status < 400:
             return
         words = f"{path}: {engine_words(response.content)}"
-        if status == 503:
+        if status in (429, 503):
             raise EngineUnavailableError(self.engine, words, status=status)
-        if 400 <= status < 500:
+        if status in (408, 504):
+            raise EngineTimeoutError(self.engine, words, status=status)
+        if status in REFUSALS:
             raise EngineRequestError(self.engine, words, status=status)
-        raise EngineResponseError(self.engine, words, status=status)
+        fault = "not_found" if status in (404, 405) else f"status_{status // 100}xx"
+        raise EngineResponseError(self.engine, words, status=status, fault=fault)
 
     def raise_error_event(self, path: str, event: JsonObject) -> None:
         """An error sent inside a 200 stream (`data: {"error": {...}}`): its `code` when given, else a refusal (400),
@@ -145,15 +155,21 @@ class HttpEngineClient:
             raise
         except httpx.TimeoutException as exc:
             raise EngineTimeoutError(self.engine, f"{path}: no answer in time ({type(exc).__name__})") from exc
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        except (httpx.ConnectError, httpx.WriteError) as exc:
             raise EngineUnavailableError(
-                self.engine, f"{path} on {self.base_url}: {type(exc).__name__}: {exc or 'connection lost'}"
+                self.engine, f"{path} on {self.base_url}: {type(exc).__name__}: {exc or 'connection refused'}"
             ) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            detail = f"{path} on {self.base_url}: the connection was cut mid-reply: {type(exc).__name__}: {exc}"
+            raise EngineResponseError(self.engine, detail, fault="cut") from exc
         except httpx.HTTPError as exc:
             raise EngineResponseError(self.engine, f"{path}: {type(exc).__name__}: {exc}") from exc
         except TimeoutError as exc:
             raise EngineTimeoutError(self.engine, f"{path}: no answer in time") from exc
-        except (OSError, asyncio.IncompleteReadError) as exc:
+        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError) as exc:
+            detail = f"{path} on {self.base_url}: the connection was cut mid-reply: {type(exc).__name__}: {exc}"
+            raise EngineResponseError(self.engine, detail, fault="cut") from exc
+        except OSError as exc:  # refused, unreachable: the engine is down
             raise EngineUnavailableError(
                 self.engine, f"{path} on {self.base_url}: {type(exc).__name__}: {exc or 'connection lost'}"
             ) from exc
@@ -189,7 +205,7 @@ def require(engine: str, container: Any, key: str, where: str) -> Any:
     """`container[key]`, or an EngineResponseError naming the missing field and where it was expected."""
     if not isinstance(container, dict) or key not in container:
         shown = sorted(container)[:12] if isinstance(container, dict) else type(container).__name__
-        raise EngineResponseError(engine, f"reply has no {where}.{key} (got {shown})")
+        raise EngineResponseError(engine, f"reply has no {where}.{key} (got {shown})", fault="missing_field")
     return container[key]
 
 

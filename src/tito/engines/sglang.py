@@ -88,7 +88,8 @@ class SGLangEngine:
         finally:
             await events.aclose()
         if not finished:
-            raise EngineResponseError(ENGINE, f"/generate stream ended after {received} ids without a finish_reason")
+            detail = f"/generate stream ended after {received} ids without a finish_reason"
+            raise EngineResponseError(ENGINE, detail, fault="cut")
 
     async def health(self) -> None:
         """`GET /health`; the first time, also learn the served model from `GET /get_model_info` when not given."""
@@ -174,7 +175,8 @@ def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
         ids = token_ids(new_ids)
         logprobs = logprob_values([triple[0] for triple in new_triples])  # faster than itemgetter/zip (measured)
     except (TypeError, IndexError, OverflowError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed output_ids or output_token_logprobs: {exc}") from exc
+        detail = f"malformed output_ids or output_token_logprobs: {exc}"
+        raise EngineResponseError(ENGINE, detail, fault="malformed") from exc
     finish = parse_finish_reason(meta.get("finish_reason"))
     weight_version = meta.get("weight_version")
     return GenerationChunk(
@@ -211,7 +213,7 @@ def parse_finish_reason(reason: Any) -> Finish | None:
     try:
         kind = FinishKind(kind_name)
     except ValueError as exc:
-        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}", fault="unknown_finish") from exc
     if not isinstance(reason, dict):
         return Finish(kind)
     matched = reason.get("matched")

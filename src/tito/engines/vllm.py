@@ -153,7 +153,7 @@ class VLLMEngine:
             self._aborts.pop(request.request_id, None)
             await events.aclose()
         if finish is None:
-            raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream ended without a finish_reason")
+            raise EngineResponseError(ENGINE, f"{COMPLETIONS} stream ended without a finish_reason", fault="cut")
         if not delivered:  # a server that sent no usage chunk
             yield GenerationChunk(token_ids(), logprob_values(), finish, len(request.prompt_ids), 0)
 
@@ -265,7 +265,7 @@ def parse_finish(reason: Any, stop_reason: Any) -> Finish | None:
     try:
         kind = FinishKind(reason)
     except ValueError as exc:
-        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}") from exc
+        raise EngineResponseError(ENGINE, f"unknown finish_reason {reason!r}", fault="unknown_finish") from exc
     return Finish(
         kind,
         matched_token_id=stop_reason if isinstance(stop_reason, int) and not isinstance(stop_reason, bool) else None,
@@ -319,16 +319,18 @@ def _generate_logprobs(choice: JsonObject) -> tuple[Any, Any]:
     try:
         return _arrays(ids, [entry["logprob"] for entry in content])
     except (TypeError, KeyError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}") from exc
+        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}", fault="malformed") from exc
 
 
 def _arrays(ids: Any, values: Any) -> tuple[Any, Any]:
     if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
-        raise EngineResponseError(ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}")
+        raise EngineResponseError(
+            ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}", fault="malformed"
+        )
     try:
         return token_ids(ids), logprob_values(values)
     except (TypeError, OverflowError) as exc:
-        raise EngineResponseError(ENGINE, f"malformed token_ids or logprobs: {exc}") from exc
+        raise EngineResponseError(ENGINE, f"malformed token_ids or logprobs: {exc}", fault="malformed") from exc
 
 
 def _usage(usage: Any, prompt_length: int) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from tito.server.completions import (
 )
 from tito.server.dialects.routes import register_dialect_routes
 from tito.server.discovery import add_discovery_routes
-from tito.server.errors import BadRequestError, UnauthorizedError, error_body, validation_error
+from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
@@ -93,8 +93,10 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
-        metrics.errors.labels(type(exc).__name__).inc()
-        return error_response(error_body(exc), exc.http_status)
+        metrics.count_error(exc)
+        response = error_response(error_body(exc), exc.http_status)
+        response.headers.update(error_headers(exc))
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(request: Request, exc: RequestValidationError) -> Response:

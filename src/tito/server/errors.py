@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tito.errors import TitoError
+from tito.errors import EngineError, TitoError
 
 
 class BadRequestError(TitoError):
@@ -63,4 +63,12 @@ def _location(loc: Sequence[Any]) -> str:
 
 
 def error_body(exc: TitoError) -> dict[str, Any]:
+    """OpenAI's error shape; an engine's error also names the engine and the kind of fault (`code`)."""
+    if isinstance(exc, EngineError):
+        return {"error": {"type": type(exc).__name__, "message": str(exc), "code": exc.fault, "engine": exc.engine}}
     return {"error": {"type": type(exc).__name__, "message": str(exc)}}
+
+
+def error_headers(exc: TitoError) -> dict[str, str]:
+    """Retry-After for an error a client should retry later (the engine down or overloaded)."""
+    return {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else {}

@@ -1,12 +1,13 @@
 """Prometheus metrics of one server (its own registry, so two apps in one process do not collide).
 
-Imports from tito: server.access_log (a turn's facts go to the access log too).
+Imports from tito: errors, server.access_log (a turn's facts go to the access log too).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from tito.errors import EngineError, TitoError
 from tito.server.access_log import note_turn
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -42,6 +43,18 @@ class ServerMetrics:
             registry=self.registry,
         )
         self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
+        self.engine_faults = Counter(
+            "tito_engine_faults",
+            "Engine faults by engine and kind: each error reply an engine caused, and each failed abort",
+            ["engine", "kind"],
+            registry=self.registry,
+        )
+
+    def count_error(self, error: TitoError) -> None:
+        """An error reply (a status or a stream's error event), and the engine's fault when an engine caused it."""
+        self.errors.labels(type(error).__name__).inc()
+        if isinstance(error, EngineError):
+            self.engine_faults.labels(error.engine, error.fault).inc()
 
     def observe_turn(
         self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, total_seconds: float

@@ -1,7 +1,7 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: content_tokens, engines.protocol, matching, server.metrics, server.sessions, server.tokenizers,
-tokenizer_protocol, trajectory.
+Imports from tito: content_tokens, engines.protocol, matching, server.engine_guard, server.metrics,
+server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
 from tito.matching import matching_policy
+from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
@@ -76,7 +77,9 @@ class ServerState:
             if hook is not None:
                 load_hook(hook, option)  # a bad hook fails at startup, not at the first /samples
         self.options = options
-        self.engine = engine
+        self.metrics = ServerMetrics()
+        self.engine = GuardedEngine(engine, len(tokenizer), self.metrics)
+        """The engine behind its guard (replies checked, aborts that never fail a turn); `.inner` is the engine."""
         self.tokenizers = TokenizerPool(
             tokenizer,
             options.family,
@@ -85,5 +88,4 @@ class ServerState:
             options.content_special_tokens,
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
-        self.metrics = ServerMetrics()
         self.model_name = options.model_name or engine.info.model

@@ -275,7 +275,7 @@ async def stream_turn(
         state.metrics.errors.labels(ClientDisconnectedError.__name__).inc()
         return
     except TitoError as exc:
-        state.metrics.errors.labels(type(exc).__name__).inc()
+        state.metrics.count_error(exc)
         yield encoder.failure(exc)
         return
     except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in the dialect's shape

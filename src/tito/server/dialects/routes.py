@@ -3,8 +3,8 @@ Responses (`/v1/responses`). Each translates its body into the internal chat req
 (`prepare_turn`, then `complete_turn` or the streaming core with the dialect's encoder) and translates the
 committed turn back; every error leaves in the dialect's own shape.
 
-Imports from tito: errors, server.completions, server.dialects, server.models, server.replies, server.sessions,
-server.state, server.streaming, trajectory.events.
+Imports from tito: errors, server.completions, server.dialects, server.errors, server.models, server.replies,
+server.sessions, server.state, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
+from tito.server.errors import error_headers
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.sessions import Session
@@ -64,9 +65,15 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         try:
             return await handler()
         except Exception as exc:
-            state.metrics.errors.labels(type(exc).__name__ if isinstance(exc, TitoError) else "InternalError").inc()
+            if isinstance(exc, TitoError):
+                state.metrics.count_error(exc)
+            else:
+                state.metrics.errors.labels("InternalError").inc()
             body, status = shape(exc)
-            return error_response(body, status)
+            response = error_response(body, status)
+            if isinstance(exc, TitoError):
+                response.headers.update(error_headers(exc))  # e.g. Retry-After on an engine that is down
+            return response
 
     def streamed(prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn) -> Response:
         """The turn streamed by the dialect's encoder, or a committed turn (an SDK retry) streamed again."""
