@@ -37,6 +37,7 @@ from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedE
 from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.samples import build_samples
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
@@ -96,10 +97,15 @@ def create_app(state: ServerState) -> FastAPI:
     options = state.options
     registry = state.registry
     metrics = state.metrics
+    owner = SharedJournalOwner(state) if options.journal and options.journal_shared else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        journal = open_server_journal(registry, options.journal, options.journal_fsync) if options.journal else None
+        journal = None
+        if options.journal and owner is None:
+            journal = open_server_journal(registry, options.journal, options.journal_fsync)
+        if owner is not None:
+            await owner.start()
         sweeper = asyncio.create_task(_sweep_expired(state))
         yield
         sweeper.cancel()
@@ -107,9 +113,13 @@ def create_app(state: ServerState) -> FastAPI:
             await sweeper
         if journal is not None:
             journal.close()
+        if owner is not None:
+            owner.close()
 
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
+    if owner is not None:
+        app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
 
@@ -136,8 +146,17 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.get("/health")
     async def health() -> Response:
+        if owner is not None and owner.lease_lost:
+            return json_response({"status": "lease lost: this process serves no sessions; restart it"}, 503)
         await state.engine.health()
         return json_response({"status": "ok", "sessions": len(registry)})
+
+    @app.get("/ready")
+    async def ready() -> Response:
+        """For a load balancer: 503 while this process replays journals on start or after losing its lease."""
+        if owner is not None and not owner.serving:
+            return json_response({"ready": False, "lease_lost": owner.lease_lost}, 503)
+        return json_response({"ready": True})
 
     @app.get("/metrics")
     async def prometheus() -> Response:
@@ -169,7 +188,7 @@ def create_app(state: ServerState) -> FastAPI:
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
-        session = await registry.create(config)
+        session = await registry.create(config, request.headers.get(SESSION_ID_HEADER))
         metrics.live_sessions.set(len(registry))
         return json_response({"session_id": session.session_id})
 
