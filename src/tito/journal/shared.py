@@ -5,9 +5,11 @@ Layout of a shared directory `ROOT`:
   are unique and increase: an epoch is the fencing token of everything that life writes.
 - `ROOT/streams/EPOCH/`: that life's own journal (ordinary segments, written by one `JournalWriter`), so every
   record carries its writer's epoch by where it lies. `ROOT/leases/EPOCH.json` is its lease (`journal.leases`).
-- `ROOT/streams/EPOCH/adopted/SESSION`: created (`O_EXCL`) by the process that took session SESSION over from
-  that stream once its writer was dead; it holds the adopter's epoch. The first creator wins, so two processes
-  never both take one session, and from then on the session's events are read from the adopter's stream only.
+- `ROOT/streams/EPOCH/adopted/SESSION`: a symbolic link to the adopter's epoch, created by the process that took
+  session SESSION over from that stream once its writer was dead. Creating a link is atomic and fails when the
+  name exists, so the first claimer wins and two processes never both take one session; the epoch is in the link
+  itself, so a claim is never seen half-written, and one fsync of `adopted/` makes a batch of claims durable.
+  From then on the session's events are read from the adopter's stream only.
 
 Imports from tito: journal.segments.
 """
@@ -65,44 +67,26 @@ class SharedJournalLayout:
         names = (path.name for path in (self.root / STREAMS).iterdir())
         return sorted(int(name) for name in names if name.isdigit())
 
+    def claims_dir(self, stream_epoch: int) -> Path:
+        return self.stream_dir(stream_epoch) / ADOPTED
+
     def claim(self, stream_epoch: int, session_id: str, adopter_epoch: int) -> int:
         """Claim `session_id` of the stream `stream_epoch` for `adopter_epoch`; returns the epoch holding the claim
-        (the adopter's when this call won, an earlier adopter's otherwise, 0 when that one is still writing it)."""
-        adopted = self.stream_dir(stream_epoch) / ADOPTED
+        (the adopter's when this call won, an earlier adopter's otherwise). Durable once `claims_dir` is fsynced."""
+        adopted = self.claims_dir(stream_epoch)
         adopted.mkdir(exist_ok=True)
-        path = adopted / session_id
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.symlink(str(adopter_epoch), adopted / session_id)
         except FileExistsError:
-            holder = self.claimed_by(stream_epoch, session_id)
-            return 0 if holder is None else holder
-        try:
-            os.write(fd, str(adopter_epoch).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            return int(os.readlink(adopted / session_id))
         return adopter_epoch
-
-    def claimed_by(self, stream_epoch: int, session_id: str) -> int | None:
-        """The epoch that adopted `session_id` from the stream, or None. A claim being written reads as empty:
-        the claimer wrote nothing else yet, so it counts as claimed by an unknown (live) epoch, 0."""
-        path = self.stream_dir(stream_epoch) / ADOPTED / session_id
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return None
-        return int(text) if text.isdigit() else 0
 
     def claims(self, stream_epoch: int) -> dict[str, int]:
         """Every session adopted from the stream and by whom."""
-        adopted = self.stream_dir(stream_epoch) / ADOPTED
+        adopted = self.claims_dir(stream_epoch)
         if not adopted.is_dir():
             return {}
-        found: dict[str, int] = {}
-        for path in adopted.iterdir():
-            text = path.read_text()
-            found[path.name] = int(text) if text.isdigit() else 0
-        return found
+        return {path.name: int(os.readlink(path)) for path in adopted.iterdir()}
 
 
 def _fsync_file(path: Path) -> None:

@@ -25,6 +25,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tito.errors import TitoError
 from tito.journal import BackgroundCompactor, JournalWriter, SessionLog, open_journal, replay
 from tito.journal.leases import LeaseKeeper, WriterState, fence, read_lease, writer_state
+from tito.journal.segments import fsync_directory
 from tito.journal.shared import SESSION_ID_PATTERN, SharedJournalLayout
 from tito.server.errors import (
     LeaseLostError,
@@ -92,6 +94,38 @@ class _LeasedSink:
         await self.writer.append(event)
 
 
+class GroupSync:
+    """fsync one directory for many waiters: every caller waits for an fsync that started after it called, and all
+    callers that arrive while one runs share the next (claims of a takeover are made durable in batches)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._next: asyncio.Future[None] | None = None
+        self._running = False
+
+    async def sync(self) -> None:
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        waiting = self._next
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._run())
+        await waiting
+
+    async def _run(self) -> None:
+        try:
+            while self._next is not None:
+                batch, self._next = self._next, None
+                try:
+                    await asyncio.to_thread(fsync_directory, self.directory)
+                except OSError as exc:
+                    batch.set_exception(exc)
+                else:
+                    batch.set_result(None)
+        finally:
+            self._running = False
+
+
 class SharedJournalOwner:
     """This process's part in a shared journal: its stream, its lease, and the sessions it takes over."""
 
@@ -113,6 +147,7 @@ class SharedJournalOwner:
         self._where: dict[str, int] = {}
         """Sessions of loaded dead streams not yet taken over, and the stream holding each."""
         self._gates: dict[str, asyncio.Lock] = {}
+        self._claim_syncs: dict[int, GroupSync] = {}
         metrics = state.metrics
         self._adopted = metrics.counter("tito_sessions_taken_over", "Sessions taken over from dead processes")
         self._read_seconds = metrics.histogram(
@@ -241,6 +276,7 @@ class SharedJournalOwner:
         if holder != self.epoch:
             self._follow(session_id, holder)
             return
+        await self._claim_syncs.setdefault(epoch, GroupSync(self.layout.claims_dir(epoch))).sync()
         stream = self._dead[epoch]
         events = stream.events.get(session_id, [])
         log = stream.logs.get(session_id)
@@ -257,8 +293,6 @@ class SharedJournalOwner:
         self._adopted.inc()
 
     def _follow(self, session_id: str, holder: int) -> None:
-        if holder == 0:
-            raise TakeoverPendingError(f"another process is taking session {session_id} over right now; retry", 0.25)
         if holder in self._dead:
             if session_id in self._dead[holder].events:
                 self._where[session_id] = holder
