@@ -135,7 +135,8 @@ class LeaseKeeper:
         """Stop renewing; `release`: mark the lease released so its sessions are taken over without waiting."""
         self._stop.set()
         self._thread.join()
-        if release and not self.fenced:
+        on_disk = read_lease(self.path)
+        if release and not self.fenced and (on_disk is None or on_disk.fenced_by is None):
             write_lease(self.path, replace(self.lease, released=True), durable=True)
 
     def _renew(self) -> None:

@@ -118,6 +118,7 @@ def create_app(state: ServerState) -> FastAPI:
 
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
+    app.state.ownership = owner
     if owner is not None:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:

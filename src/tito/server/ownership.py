@@ -145,7 +145,7 @@ class SharedJournalOwner:
         self._dead: dict[int, DeadStream] = {}
         self._loading: dict[int, asyncio.Task[None]] = {}
         self._where: dict[str, int] = {}
-        """Sessions of loaded dead streams not yet taken over, and the stream holding each."""
+        """Sessions of loaded dead streams not held here, and the stream to claim each from."""
         self._gates: dict[str, asyncio.Lock] = {}
         self._claim_syncs: dict[int, GroupSync] = {}
         metrics = state.metrics
@@ -259,9 +259,8 @@ class SharedJournalOwner:
         finally:
             self._loading.pop(epoch, None)
         self._dead[epoch] = stream
-        for session_id in stream.events:
-            if session_id not in claims:
-                self._where.setdefault(session_id, epoch)
+        for session_id in stream.events:  # a claimed one too: asked about it, this process follows its claim
+            self._where.setdefault(session_id, epoch)
         self._read_seconds.observe(time.monotonic() - started)
         logger.info(
             "shared journal: read epoch %d's stream (%d sessions, %d taken over before) in %.3f s",
@@ -271,11 +270,11 @@ class SharedJournalOwner:
     async def _adopt(self, session_id: str, epoch: int) -> None:
         """Claim `session_id` from the dead stream `epoch` and rebuild it here; when another life claimed it first,
         follow the session to that life's stream (or answer 503 while it lives)."""
-        del self._where[session_id]
         holder = self.layout.claim(epoch, session_id, self.epoch)
         if holder != self.epoch:
             self._follow(session_id, holder)
             return
+        del self._where[session_id]
         await self._claim_syncs.setdefault(epoch, GroupSync(self.layout.claims_dir(epoch))).sync()
         stream = self._dead[epoch]
         events = stream.events.get(session_id, [])
@@ -293,9 +292,12 @@ class SharedJournalOwner:
         self._adopted.inc()
 
     def _follow(self, session_id: str, holder: int) -> None:
+        """The session was claimed by `holder`: look for it in that life's stream once it is dead and read."""
         if holder in self._dead:
             if session_id in self._dead[holder].events:
                 self._where[session_id] = holder
+            else:
+                del self._where[session_id]
             return
         verdict, lease = writer_state(self.layout, holder, time.time())
         if verdict is WriterState.LIVE:
