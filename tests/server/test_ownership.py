@@ -8,6 +8,7 @@ thing, `kill -9` of a `tito serve` process behind nginx, is tests/server/test_sc
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,12 @@ import httpx
 import pytest
 
 from tests.server.conftest import Server, running_server
+from tito.journal import JournalWriter, replay
+from tito.journal.leases import Lease, write_lease
+from tito.journal.shared import SharedJournalLayout
 from tito.server.ownership import SESSION_ID_HEADER
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory.events import SessionCreated
 
 
 @pytest.fixture
@@ -158,3 +163,29 @@ def test_the_router_minted_session_id_names_the_session_once(cluster: Any) -> No
     assert again.status_code == 409 and again.json()["error"]["type"] == "SessionIdTakenError"
     bad = server.http.post("/sessions", headers={SESSION_ID_HEADER: "../escape"})
     assert bad.status_code == 400 and "X-Tito-Session-Id" in bad.json()["error"]["message"]
+
+
+def test_a_takeover_cut_short_by_a_second_crash_is_redone_from_the_whole_source(cluster: Any, tmp_path: Path) -> None:
+    """An adopter killed mid-copy leaves a pending claim and part of the session in its stream; the next taker
+    ignores that part and claims the session again from the stream that still holds it whole."""
+    first = cluster("first")
+    session_id = first.new_session()
+    messages = converse(first, session_id, 2)
+    received = stored_response_ids(first, session_id)
+    crash(first)
+    layout = SharedJournalLayout(tmp_path)
+    source = layout.stream_epochs()[-1]
+    adopter = layout.next_epoch()  # the life that died mid-copy: its claim, its note, the first event only
+    created = next(e for e in replay(layout.stream_dir(source)).events if isinstance(e, SessionCreated))
+    with JournalWriter(layout.stream_dir(adopter)) as writer:
+        writer.append_blocking(created)
+    layout.record_copy(adopter, session_id, source)
+    layout.claim(source, session_id, adopter, is_dead=lambda epoch: True)
+    write_lease(layout.lease_path(adopter), Lease(adopter, "died", 1, socket.gethostname(), 0.0, 2.0, released=True))
+
+    third = cluster("third")
+    reply = until_taken_over(third, session_id, [*messages, user("step 2")])[-1]
+    assert reply.status_code == 200, reply.text
+    assert stored_response_ids(third, session_id)[:2] == received
+    claim = layout.read_claim(source, session_id)
+    assert claim is not None and claim.generation == 2 and claim.complete

@@ -5,20 +5,28 @@ Layout of a shared directory `ROOT`:
   are unique and increase: an epoch is the fencing token of everything that life writes.
 - `ROOT/streams/EPOCH/`: that life's own journal (ordinary segments, written by one `JournalWriter`), so every
   record carries its writer's epoch by where it lies. `ROOT/leases/EPOCH.json` is its lease (`journal.leases`).
-- `ROOT/streams/EPOCH/adopted/SESSION`: a symbolic link to the adopter's epoch, created by the process that took
-  session SESSION over from that stream once its writer was dead. Creating a link is atomic and fails when the
-  name exists, so the first claimer wins and two processes never both take one session; the epoch is in the link
-  itself, so a claim is never seen half-written, and one fsync of `adopted/` makes a batch of claims durable.
-  From then on the session's events are read from the adopter's stream only.
+- `ROOT/streams/EPOCH/adopted/SESSION`: a claim, a symbolic link to `ADOPTER+pending`, created by the process that
+  takes session SESSION over from that stream once its writer is dead; replaced by a link to `ADOPTER` once the
+  adopter's copy of the session's events is whole in its own stream. Creating a link is atomic and fails when the
+  name exists, so the first claimer wins and two processes never both take one session; the epoch is in the link,
+  so a claim is never seen half-written, and one fsync of `adopted/` makes a batch of claims durable. A pending
+  claim whose adopter died (mid-copy) is superseded by the next generation, `SESSION~2`, `SESSION~3`, ..., claimed
+  the same way: the source stream still holds the session whole.
+- `ROOT/streams/EPOCH/copied/SESSION`: a link to the stream the adopter copied SESSION from, written before the
+  copy. A reader trusts a copy only while the source's claim is complete and names the copier; an abandoned copy
+  (its claim superseded) is ignored.
 
 Imports from tito: journal.segments.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tito.journal.segments import fsync_directory
@@ -26,6 +34,8 @@ from tito.journal.segments import fsync_directory
 STREAMS = "streams"
 LEASES = "leases"
 ADOPTED = "adopted"
+COPIED = "copied"
+_PENDING = "+pending"
 _EPOCH_WIDTH = 8
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{8,128}")
 """What a session id may be; it names a claim file, so no path separators."""
@@ -70,23 +80,77 @@ class SharedJournalLayout:
     def claims_dir(self, stream_epoch: int) -> Path:
         return self.stream_dir(stream_epoch) / ADOPTED
 
-    def claim(self, stream_epoch: int, session_id: str, adopter_epoch: int) -> int:
-        """Claim `session_id` of the stream `stream_epoch` for `adopter_epoch`; returns the epoch holding the claim
-        (the adopter's when this call won, an earlier adopter's otherwise). Durable once `claims_dir` is fsynced."""
+    def copies_dir(self, stream_epoch: int) -> Path:
+        return self.stream_dir(stream_epoch) / COPIED
+
+    def read_claim(self, stream_epoch: int, session_id: str) -> Claim | None:
+        """The latest claim on `session_id` of the stream, or None."""
+        latest: Claim | None = None
+        generation = 1
+        while True:
+            try:
+                target = os.readlink(self.claims_dir(stream_epoch) / _claim_name(session_id, generation))
+            except FileNotFoundError:
+                return latest
+            latest = Claim(int(target.removesuffix(_PENDING)), generation, not target.endswith(_PENDING))
+            generation += 1
+
+    def claim(self, stream_epoch: int, session_id: str, adopter_epoch: int, is_dead: Callable[[int], bool]) -> Claim:
+        """Claim `session_id` of the stream for `adopter_epoch`, pending until `complete_claim`. Returns the claim
+        that holds: this one when it won; an earlier complete one, or a pending one whose claimer `is_dead` says
+        lives, otherwise. A pending claim of a dead claimer is superseded by the next generation."""
         adopted = self.claims_dir(stream_epoch)
         adopted.mkdir(exist_ok=True)
-        try:
-            os.symlink(str(adopter_epoch), adopted / session_id)
-        except FileExistsError:
-            return int(os.readlink(adopted / session_id))
-        return adopter_epoch
+        while True:
+            latest = self.read_claim(stream_epoch, session_id)
+            if latest is not None and (latest.complete or not is_dead(latest.epoch)):
+                return latest
+            generation = 1 if latest is None else latest.generation + 1
+            try:
+                os.symlink(f"{adopter_epoch}{_PENDING}", adopted / _claim_name(session_id, generation))
+            except FileExistsError:
+                continue  # another claimer took this generation first: read it
+            return Claim(adopter_epoch, generation, complete=False)
 
-    def claims(self, stream_epoch: int) -> dict[str, int]:
-        """Every session adopted from the stream and by whom."""
-        adopted = self.claims_dir(stream_epoch)
-        if not adopted.is_dir():
+    def complete_claim(self, stream_epoch: int, session_id: str, claim: Claim) -> None:
+        """Mark the claimer's copy whole (durable once `claims_dir` is fsynced): only the claimer writes this name."""
+        name = _claim_name(session_id, claim.generation)
+        temporary = self.claims_dir(stream_epoch) / f".{name}.{claim.epoch}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        os.symlink(str(claim.epoch), temporary)
+        os.replace(temporary, self.claims_dir(stream_epoch) / name)
+
+    def record_copy(self, adopter_epoch: int, session_id: str, source_epoch: int) -> None:
+        """Note in the adopter's stream where its copy of `session_id` comes from, before copying it (durable once
+        `copies_dir` is fsynced): a reader trusts the copy only while the source's claim names the adopter."""
+        copies = self.copies_dir(adopter_epoch)
+        copies.mkdir(exist_ok=True)
+        temporary = copies / f".{session_id}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        os.symlink(str(source_epoch), temporary)
+        os.replace(temporary, copies / session_id)
+
+    def copies(self, stream_epoch: int) -> dict[str, int]:
+        """The sessions the stream holds as copies, and the stream each was copied from."""
+        copies = self.copies_dir(stream_epoch)
+        if not copies.is_dir():
             return {}
-        return {path.name: int(os.readlink(path)) for path in adopted.iterdir()}
+        return {path.name: int(os.readlink(path)) for path in copies.iterdir() if not path.name.startswith(".")}
+
+
+@dataclass(frozen=True)
+class Claim:
+    epoch: int
+    """The claimer."""
+    generation: int
+    complete: bool
+    """The claimer's copy of the session's events is whole in its stream; until then the source stream holds them."""
+
+
+def _claim_name(session_id: str, generation: int) -> str:
+    return session_id if generation == 1 else f"{session_id}~{generation}"
 
 
 def _fsync_file(path: Path) -> None:

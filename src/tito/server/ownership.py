@@ -26,6 +26,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -68,12 +69,13 @@ class DeadStream:
 
 
 def read_dead_stream(layout: SharedJournalLayout, epoch: int) -> tuple[DeadStream, dict[str, int]]:
-    """The stream's sessions and the claims already made on them (run in a thread: it reads every segment)."""
+    """The stream's sessions, and those it holds as copies with the stream each came from (run in a thread: it
+    reads every segment)."""
     replayed = replay(layout.stream_dir(epoch))
     events: dict[str, list[SessionEvent]] = {}
     for event in replayed.events:
         events.setdefault(event.session_id, []).append(event)
-    return DeadStream(epoch, events, replayed.sessions), layout.claims(epoch)
+    return DeadStream(epoch, events, replayed.sessions), layout.copies(epoch)
 
 
 class _LeasedSink:
@@ -147,7 +149,7 @@ class SharedJournalOwner:
         self._where: dict[str, int] = {}
         """Sessions of loaded dead streams not held here, and the stream to claim each from."""
         self._gates: dict[str, asyncio.Lock] = {}
-        self._claim_syncs: dict[int, GroupSync] = {}
+        self._syncs: dict[Path, GroupSync] = {}
         metrics = state.metrics
         self._adopted = metrics.counter("tito_sessions_taken_over", "Sessions taken over from dead processes")
         self._read_seconds = metrics.histogram(
@@ -252,47 +254,77 @@ class SharedJournalOwner:
     async def _read(self, epoch: int) -> None:
         started = time.monotonic()
         try:
-            stream, claims = await asyncio.to_thread(read_dead_stream, self.layout, epoch)
+            stream, copies = await asyncio.to_thread(read_dead_stream, self.layout, epoch)
         except (OSError, TitoError):
             logger.exception("shared journal: cannot read the dead stream of epoch %d", epoch)
             return
         finally:
             self._loading.pop(epoch, None)
         self._dead[epoch] = stream
-        for session_id in stream.events:  # a claimed one too: asked about it, this process follows its claim
-            self._where.setdefault(session_id, epoch)
+        for session_id in stream.events:  # a copy is looked up from its source, whose claim says if it is whole
+            self._where.setdefault(session_id, copies.get(session_id, epoch))
         self._read_seconds.observe(time.monotonic() - started)
         logger.info(
-            "shared journal: read epoch %d's stream (%d sessions, %d taken over before) in %.3f s",
-            epoch, len(stream.events), len(claims), time.monotonic() - started,
+            "shared journal: read epoch %d's stream (%d sessions, %d of them copies) in %.3f s",
+            epoch, len(stream.events), len(copies), time.monotonic() - started,
         )  # fmt: skip
+
+    def _is_dead(self, epoch: int) -> bool:
+        return writer_state(self.layout, epoch, time.time())[0] is WriterState.DEAD
+
+    def _await_reading(self, epoch: int) -> NoReturn:
+        """Raise the 503 a request gets while the dead stream `epoch` is (now) being read."""
+        if epoch not in self._loading:
+            self._start_reading(epoch)
+        raise TakeoverPendingError(
+            "a dead process's journal is being read to take its sessions over: retry", RETRY_SOON_S
+        )
+
+    async def _sync(self, directory: Path) -> None:
+        await self._syncs.setdefault(directory, GroupSync(directory)).sync()
 
     async def _adopt(self, session_id: str, epoch: int) -> None:
         """Claim `session_id` from the dead stream `epoch` and rebuild it here; when another life claimed it first,
-        follow the session to that life's stream (or answer 503 while it lives)."""
-        holder = self.layout.claim(epoch, session_id, self.epoch)
-        if holder != self.epoch:
-            self._follow(session_id, holder)
+        follow the session to that life's stream (or answer 503 while it lives).
+
+        Order, each step durable before the next: claim (pending) and the copy's source noted; the events copied
+        into this life's stream; the claim completed; only then the session is served here. Killed anywhere before
+        the end, the claim stays pending with a dead claimer and the next taker claims the next generation from the
+        source, which still holds the session whole."""
+        if epoch not in self._dead:
+            self._await_reading(epoch)
+        claim = self.layout.claim(epoch, session_id, self.epoch, self._is_dead)
+        if claim.epoch != self.epoch:
+            if not claim.complete:
+                message = f"process epoch {claim.epoch} is taking session {session_id} over right now; retry"
+                raise TakeoverPendingError(message, RETRY_SOON_S)
+            self._follow(session_id, claim.epoch)
             return
-        del self._where[session_id]
-        await self._claim_syncs.setdefault(epoch, GroupSync(self.layout.claims_dir(epoch))).sync()
         stream = self._dead[epoch]
-        events = stream.events.get(session_id, [])
         log = stream.logs.get(session_id)
         now = time.time()
         registry = self.state.registry
         if log is None or log.status(now) != "live":
             reason = log.status(now) if log is not None else "deleted"
             registry.apply(SessionDeleted(session_id, now, reason))  # answers 410, as its owner would have
+            del self._where[session_id]
             return
+        self.layout.record_copy(self.epoch, session_id, epoch)
+        await asyncio.gather(self._sync(self.layout.claims_dir(epoch)), self._sync(self.layout.copies_dir(self.epoch)))
+        events = stream.events[session_id]
         await asyncio.gather(*(registry.sink.record(event) for event in events))  # written in order, one fsync
+        if self.lease_lost:
+            raise LeaseLostError(f"this process lost its lease while taking session {session_id} over; retry", 1.0)
+        self.layout.complete_claim(epoch, session_id, claim)
+        await self._sync(self.layout.claims_dir(epoch))
         for event in events:
             registry.apply(event)
         registry.get(session_id).last_used = time.monotonic() - max(0.0, now - log.last_activity)
+        del self._where[session_id]
         self._adopted.inc()
 
     def _follow(self, session_id: str, holder: int) -> None:
-        """The session was claimed by `holder`: look for it in that life's stream once it is dead and read."""
+        """The session was taken over by `holder` (its copy whole): look for it in that life's stream once dead."""
         if holder in self._dead:
             if session_id in self._dead[holder].events:
                 self._where[session_id] = holder
@@ -307,9 +339,7 @@ class SharedJournalOwner:
                 "sent it here; retry (the router sends it there while this process is down or after a hand-back)",
                 1.0,
             )
-        if holder not in self._loading:
-            self._start_reading(holder)
-        raise TakeoverPendingError(f"session {session_id} is being taken over from a dead process; retry", RETRY_SOON_S)
+        self._await_reading(holder)
 
     async def _take_back_earlier_lives(self) -> None:
         """Take over every live session of this process name's dead earlier lives, then declare this process ready."""
@@ -326,7 +356,7 @@ class SharedJournalOwner:
                     self._start_reading(epoch)
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._loading[epoch]
-                for session_id in [s for s, held_by in self._where.items() if held_by == epoch]:
+                for session_id in list(self._dead[epoch].events if epoch in self._dead else ()):
                     with contextlib.suppress(RetryableError):
                         await self.resolve(session_id)
         finally:
