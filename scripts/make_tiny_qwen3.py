@@ -36,12 +36,44 @@ def write_tiny_qwen3(directory: Path, seed: int = 0) -> None:
     tokenizer.save_pretrained(directory)
 
 
+def make_it_stop(directory: Path, mean_length: float) -> None:
+    """Make the end-of-turn id likely at every step, so turns end with a stop token after about `mean_length` ids.
+
+    Random weights never sample `<|im_end|>` out of 151,936 ids; a session whose turns are all cut by the length
+    limit cannot continue (tito refuses to extend a cut turn). Embedding dimension 0 becomes a constant, so the
+    residual stream carries it at every position and the final norm keeps it at about sqrt(hidden) = 8; with tied
+    embeddings every logit shifts by the same amount except `<|im_end|>`'s, whose extra weight in that dimension
+    raises it to e^boost / (e^boost + vocab) = 1 / mean_length. The other ids stay near uniform noise.
+    """
+    import math
+
+    from safetensors.torch import load_file, save_file
+
+    path = directory / "model.safetensors"
+    weights = load_file(path)
+    embedding = weights["model.embed_tokens.weight"]
+    probability = 1.0 / mean_length
+    boost = math.log(QWEN3_VOCAB_SIZE * probability / (1.0 - probability))
+    embedding[:, 0] = 10.0
+    embedding[IM_END, 0] += boost / math.sqrt(embedding.shape[1])
+    save_file(weights, path, metadata={"format": "pt"})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        metavar="N",
+        help="make turns end with <|im_end|> after about N sampled ids (tito verify-session)",
+    )
     args = parser.parse_args()
     write_tiny_qwen3(args.directory, args.seed)
+    if args.stop_after is not None:
+        make_it_stop(args.directory, args.stop_after)
     print(args.directory)
 
 

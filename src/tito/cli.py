@@ -1,9 +1,11 @@
-"""`tito render | verify | serve | demo | journal`: the command line. Results to stdout, diagnostics to stderr.
+"""`tito render | verify | serve | demo | journal | engine-args | verify-session`: the command line.
+
+Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
 malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, content_tokens, engines, errors, families, family_tokenizer, journal,
-server, tokenizer, tokenizer_loading, trajectory.
+Imports from tito: _version, conformance, content_tokens, engine_args, engines, errors, families, family_tokenizer,
+journal, server, tokenizer, tokenizer_loading, trajectory.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError("--journal-shared needs --journal DIR (the directory the processes share)")
     if args.workers > 1:
         if not args.journal:
-            raise UsageError("--workers N needs --journal DIR: the workers share it and take over a dead one's")
+            raise UsageError("--workers N needs --journal DIR: the workers share it to take over each other's sessions")
         from tito.server.workers import run_workers
 
         return run_workers(args.argv, args.workers, args.host, args.port)
@@ -365,6 +367,82 @@ def _add_demo_command(commands: Any) -> None:
     demo.set_defaults(run=_demo)
 
 
+def _engine_args(args: argparse.Namespace) -> int:
+    from tito.engine_args import ParallelSizes, engine_launch
+
+    launch = engine_launch(
+        get_family(args.family), args.engine, model=args.model, sizes=ParallelSizes(args.tp, args.dp, args.pp, args.ep),
+        speculative=args.speculative, chat_template_kwargs=args.chat_template_kwargs, host=args.host, port=args.port,
+        draft_model=args.draft_model,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(launch.as_json()))
+        return 0
+    print(launch.command_line())
+    for note in launch.notes:
+        print(f"# {note}", file=sys.stderr)
+    return 0
+
+
+def _verify_session(args: argparse.Namespace) -> int:
+    from tito.server.verify_session import VerifyOptions, checks_json, run_verify_session
+
+    options = VerifyOptions(args.engine, args.engine_url, args.family, args.tokenizer, args.chat_template_kwargs,
+                            max_tokens=args.max_tokens)  # fmt: skip
+    checks = run_verify_session(options)
+    failed = [check for check in checks if check.outcome == "failed"]
+    if args.json:
+        print(checks_json(checks))
+        return 1 if failed else 0
+    print(f"{'turn':>4} {'check':9} {'outcome':8} detail")
+    for check in checks:
+        print(f"{check.turn or 'all':>4} {check.name:9} {check.outcome:8} {check.detail}")
+    passed = sum(check.outcome == "passed" for check in checks)
+    print(f"{get_family(args.family).name} on {args.engine}: {passed} passed, {len(failed)} failed, "
+          f"{len(checks) - passed - len(failed)} skipped")  # fmt: skip
+    return 1 if failed else 0
+
+
+def _add_engine_commands(commands: Any) -> None:
+    family = {"dest": "family", "required": True, "choices": [*list_families(), *FAMILY_ALIASES], "metavar": "FAMILY"}
+    kwargs = {"type": _kwargs_object, "default": None, "metavar": "JSON",
+              "help": "chat-template kwargs as a JSON object, on top of the family's pinned ones"}  # fmt: skip
+    engine_args = commands.add_parser(
+        "engine-args", help="print the SGLang or vLLM launch line that serves a family as tito renders and parses it",
+        epilog="example: tito engine-args --family qwen3 --engine sglang --tp 2 --model /models/Qwen3-8B",
+    )  # fmt: skip
+    engine_args.add_argument("--family", "--tito-model", help="model family", **family)
+    engine_args.add_argument("--engine", choices=("sglang", "vllm"), required=True)
+    engine_args.add_argument("--model", default="<model-path>", help="model path or id [Default: a placeholder]")
+    for size in ("tp", "dp", "pp", "ep"):
+        engine_args.add_argument(f"--{size}", type=int, default=1, metavar="N", help=f"{size} size [Default: 1]")
+    engine_args.add_argument("--speculative", action="store_true",
+                             help="add the family's speculative recipe (DeepSeek V3.2: EAGLE)")  # fmt: skip
+    engine_args.add_argument("--draft-model", default="<draft-model-path>", metavar="PATH",
+                             help="--speculative: the draft model [Default: a placeholder]")  # fmt: skip
+    engine_args.add_argument("--chat-template-kwargs", **kwargs)
+    engine_args.add_argument("--host", default="127.0.0.1", help="[Default: 127.0.0.1]")
+    engine_args.add_argument("--port", type=int, default=None, help="[Default: SGLang 30000, vLLM 8000]")
+    engine_args.add_argument("--json", action="store_true", help="machine-readable output")
+    engine_args.add_argument("--debug", action="store_true", help="show tracebacks")
+    engine_args.set_defaults(run=_engine_args)
+    verify_session = commands.add_parser(
+        "verify-session", help="run a scripted tool-using session through a real engine and check every turn",
+        epilog="example: tito verify-session --engine vllm --engine-url http://127.0.0.1:8000 --family qwen3",
+    )  # fmt: skip
+    verify_session.add_argument("--family", "--tito-model", help="model family", **family)
+    verify_session.add_argument("--engine", choices=("sglang", "vllm"), required=True)
+    verify_session.add_argument("--engine-url", required=True, metavar="URL", help="the engine's base URL")
+    verify_session.add_argument("--tokenizer", metavar="DIR_OR_NAME",
+                                help="the served model's tokenizer [Default: the family's builtin]")  # fmt: skip
+    verify_session.add_argument("--chat-template-kwargs", **kwargs)
+    verify_session.add_argument("--max-tokens", type=int, default=64, metavar="N",
+                                help="sampled ids per turn at most [Default: 64]")  # fmt: skip
+    verify_session.add_argument("--json", action="store_true", help="machine-readable output")
+    verify_session.add_argument("--debug", action="store_true", help="show tracebacks")
+    verify_session.set_defaults(run=_verify_session)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tito", description="Token-exact multi-turn agent sessions for RL.")
     parser.add_argument("--version", action="version", version=f"tito {package_version()}")
@@ -395,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(run=_verify)
     _add_serve_command(commands)
     _add_demo_command(commands)
+    _add_engine_commands(commands)
     from tito.journal.inspect import add_journal_command
 
     add_journal_command(commands)

@@ -4,7 +4,7 @@ A family is declared once, as a frozen value, and everything else (the CLI's cho
 parameters, docs tables) derives from the registry. Construction fails on a role outside
 VALID_APPEND_ROLES or a template file that does not exist, so a bad declaration never imports.
 
-Imports nothing from tito but errors.
+Imports nothing from tito but errors and families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tito.errors import ConfigurationError
+from tito.families.engine_recipe import NO_ENGINE_RECIPE, EngineRecipe
 
 VALID_APPEND_ROLES: tuple[str, ...] = ("tool", "user", "system", "assistant")
 """The roles a request may append after the stored conversation: the single source of truth."""
@@ -201,6 +202,8 @@ class Family:
     `default` family); a probed family renders after the full history (RenderContext.FULL_HISTORY)."""
     probe_report: ProbeReport | None = None
     """Per-role verdicts of the probe, once a probed family has been run on a checkpoint's template."""
+    engine_recipe: EngineRecipe = NO_ENGINE_RECIPE
+    """What SGLang and vLLM must be told to serve this family as tito renders and parses it (`tito engine-args`)."""
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

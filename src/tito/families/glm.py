@@ -18,13 +18,14 @@ Evidence: shared/reference/templates/glm-4.7.jinja and glm-5.jinja (renders `<|o
 of consecutive tool results and nothing after a turn); the published GLM-4 stop ids 151329/151336/151338 are
 `<|endoftext|>`, `<|user|>`, `<|observation|>`.
 
-Imports from tito: families.base, families.deviations.
+Imports from tito: families.base, families.deviations, families.engine_recipe.
 """
 
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
+from tito.families.engine_recipe import EngineRecipe, ParserNames
 
 GLM47 = Family(
     name="glm47",
@@ -58,6 +59,7 @@ GLM47 = Family(
     tool_arguments=ToolArguments.OBJECT,
     official_template="glm-4.7.jinja",
     stop_after_tool_calls="<|observation|>",
+    engine_recipe=EngineRecipe(ParserNames("glm45", "glm47"), ParserNames("glm45", "glm47")),
     deviations=(
         "reasoning of every assistant is kept unless clear_thinking is true (official: kept only with "
         "clear_thinking=false, otherwise dropped before the last user message), so appending a user turn never "

@@ -12,7 +12,7 @@ turns. Our templates pin `preserve_thinking=True` (K2.6's own switch; K2.5 had n
 assistant's reasoning. Evidence: official `last_non_tool_call_assistant_msg` split. Pinned by
 tests/families/test_kimi.py (parity with the official templates, append-only matrix, negative control).
 
-Imports from tito: families.base.
+Imports from tito: families.base, families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
+from tito.families.engine_recipe import EngineRecipe, ParserNames
 
 _KIMI_STOPS = ("<|im_end|>", "[EOS]")
 _KIMI_STOP_CLOSING = {"[EOS]": "<|im_end|>"}
@@ -63,6 +64,7 @@ KIMI25 = Family(
     tool_arguments=ToolArguments.JSON_TEXT,
     thinking_kwarg="thinking",
     official_template="kimi-k2.5.jinja",
+    engine_recipe=EngineRecipe(ParserNames("kimi_k2", "kimi_k2"), ParserNames("kimi_k2", "kimi_k2")),
     deviations=(
         "reasoning of every assistant is kept (preserve_thinking=True, K2.6's switch; official K2.5 has none and "
         "drops the reasoning of every assistant up to the last one without tool calls), so a final answer or an "

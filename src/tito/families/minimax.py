@@ -12,7 +12,7 @@ switch) and renders a later system message as a system turn. It is used for ever
 included: on tool-loop histories it renders byte-identically to the official one. Pinned by
 tests/families/test_minimax.py (parity, append-only matrix, negative control).
 
-Imports from tito: families.base, families.deviations.
+Imports from tito: families.base, families.deviations, families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import dataclasses
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
+from tito.families.engine_recipe import EngineRecipe, ParserNames
 
 _MINIMAX_SPECIALS = ("]~!b[", "]~b]", "[e~[", "<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>")
 _MINIMAX_DEVIATIONS = (
@@ -51,6 +52,7 @@ MINIMAX_M25 = Family(
     tool_arguments=ToolArguments.OBJECT,
     thinking_kwarg=None,
     official_template="minimax-m2.5.jinja",
+    engine_recipe=EngineRecipe(ParserNames("minimax", "minimax-m2"), ParserNames("minimax_m2", "minimax_m2")),
     deviations=_MINIMAX_DEVIATIONS,
 )
 

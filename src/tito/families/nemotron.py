@@ -9,13 +9,14 @@ arguments passed as objects.
 Evidence: shared/reference/templates/nemotron-3-nano.jinja and nemotron-3-super.jinja (Super adds the
 `low_effort` kwarg, nothing else).
 
-Imports from tito: families.base, families.deviations.
+Imports from tito: families.base, families.deviations, families.engine_recipe.
 """
 
 from __future__ import annotations
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
+from tito.families.engine_recipe import EngineRecipe, ParserNames
 
 NEMOTRON3 = Family(
     name="nemotron3",
@@ -29,6 +30,7 @@ NEMOTRON3 = Family(
     special_tokens=("<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"),
     tool_arguments=ToolArguments.OBJECT,
     official_template="nemotron-3-nano.jinja",
+    engine_recipe=EngineRecipe(ParserNames("nemotron_3", "qwen3_coder"), ParserNames("nemotron_v3", "qwen3_coder")),
     deviations=(
         "reasoning of every assistant is kept unless truncate_history_thinking is true (official default: "
         "dropped before the last user message), so appending a user turn never rewrites history; with "

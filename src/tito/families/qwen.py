@@ -4,7 +4,7 @@ Boundary fact (all three): the model stops at `<|im_end|>` (151645 / 248046), bu
 `<|im_end|>\\n`, so the junction inserts the `\\n` (Junction.NEWLINE_AFTER_STOP); pinned by
 tests/test_tokenizer.py::test_merge_tokens_equals_full_render.
 
-Imports from tito: families.base, families.deviations.
+Imports from tito: families.base, families.deviations, families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ToolArguments
 from tito.families.deviations import VERBATIM_ASSISTANT_CONTENT
+from tito.families.engine_recipe import EngineRecipe, ParserNames
 
 _QWEN_STOPS = ("<|im_end|>", "<|endoftext|>")
 _QWEN_STOP_CLOSING = {"<|endoftext|>": "<|im_end|>"}
@@ -52,6 +53,7 @@ QWEN3 = Family(
     special_tokens=_QWEN_SPECIALS,
     official_template="qwen3.jinja",
     builtin_tokenizer="qwen3",
+    engine_recipe=EngineRecipe(ParserNames("qwen3", "qwen25"), ParserNames("qwen3", "hermes")),
     deviations=(_KEEP_REASONING, _EMPTY_THINK, VERBATIM_ASSISTANT_CONTENT),
 )
 
@@ -62,6 +64,7 @@ QWENNEXT = dataclasses.replace(
     fixed_template=FixedTemplate("qwennext.jinja", {"clear_thinking": False}, VALID_APPEND_ROLES),
     thinking_kwarg=None,
     official_template="qwen3-thinking-2507.jinja",
+    engine_recipe=EngineRecipe(ParserNames("qwen3-thinking", "qwen25"), ParserNames("qwen3", "hermes")),
 )
 """As Qwen3, but the generation prompt always opens `<think>\\n` and there is no thinking switch."""
 
@@ -79,6 +82,7 @@ QWEN35 = Family(
     tool_arguments=ToolArguments.OBJECT,
     official_template="qwen3.5.jinja",
     builtin_tokenizer="qwen35",
+    engine_recipe=EngineRecipe(ParserNames("qwen3", "qwen3_coder"), ParserNames("qwen3", "qwen3_coder")),
     deviations=(
         "reasoning of every assistant is kept (official Qwen3.5: only after the last user query; Qwen3.6 "
         "calls this preserve_thinking), so appending a user turn never rewrites history",

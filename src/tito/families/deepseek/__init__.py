@@ -9,7 +9,7 @@ tests/families/deepseek/test_families.py::test_suffix_after_the_declared_context
 
 `thinking`, `thinking_mode` and `enable_thinking` are one switch (see common.effective_thinking).
 
-Imports from tito: families.base, families.deepseek (its modules).
+Imports from tito: families.base, families.deepseek (its modules), families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tito.families.deepseek.common import (
     effective_thinking,
     merge_thinking_kwargs,
 )
+from tito.families.engine_recipe import DEEPSEEK_EAGLE, EngineRecipe, ParserNames
 
 DEEPSEEKV32 = Family(
     name="deepseekv32",
@@ -47,6 +48,12 @@ DEEPSEEKV32 = Family(
     context=RenderContext.STUB,
     continuation_prompts=("\n\n" + THINK_START, "\n\n" + THINK_END),
     encoder_kwargs=ENCODER_KWARGS,
+    engine_recipe=EngineRecipe(
+        ParserNames("deepseek-v3", "deepseekv32"),
+        ParserNames("deepseek_v3", "deepseek_v32"),
+        speculative=DEEPSEEK_EAGLE,
+        engine_renders_itself=True,
+    ),
 )
 
 DEEPSEEKV4 = dataclasses.replace(
@@ -60,6 +67,9 @@ DEEPSEEKV4 = dataclasses.replace(
     continuation_prompts=(),
     encoder_kwargs=(*ENCODER_KWARGS, *v4.EFFORT_KWARGS),
     builtin_tokenizer="deepseekv4",
+    engine_recipe=EngineRecipe(
+        ParserNames("deepseek-v4", "deepseekv4"), ParserNames("deepseek_v4", "deepseek_v4"), engine_renders_itself=True
+    ),
 )
 """Same markers and junction as V3.2; its own encoder, and tool results open a user turn (no continuation)."""
 
