@@ -4,7 +4,8 @@ nginx hashes each session's requests to one tito process (`hash $tito_session_ke
 by the id nginx mints and tito adopts) and each engine request to one engine by the session's routing key. Agents
 speak through the official openai SDK (its retries honour tito's 503 `Retry-After`).
 1. 100 sessions x 5 turns: every session's replies come from the process that created it, every session's engine
-   requests reach one engine with the session id as routing key.
+   requests reach one engine with the session id as routing key (also after the takeover below, from the other
+   tito process).
 2. The same sessions 5 turns more; one process is killed with `kill -9` mid-load: every session it held goes on
    at the other process from the journal, every session holds exactly the turns its agent received (none lost),
    and every session's samples equal those of an uninterrupted run on one in-process server, bit for bit: every
@@ -95,6 +96,17 @@ async def drive(agents: list[Agent], base_url: str, turns: int, done: list[int] 
                     done[0] += 1
 
         await asyncio.wait_for(asyncio.gather(*(run(agent) for agent in agents)), PHASE_TIMEOUT_S)
+
+
+def engines_by_session(engines: list[FakeServer]) -> dict[str, set[str]]:
+    """Which engines each session's generate requests reached, by the routing key they carried."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for engine in engines:
+        for request in engine.requests:
+            if request.path == "/generate":
+                assert request.headers["x-smg-routing-key"] == request.body["routing_key"]
+                found[request.body["routing_key"]].add(engine.name)
+    return dict(found)
 
 
 def stored_turns(http: httpx.Client, session_id: str) -> list[str]:
@@ -203,15 +215,10 @@ def test_sessions_stay_on_one_process_and_survive_a_kill_9_token_exact(cluster: 
     assert set(created) == set(cluster.processes), f"both processes must create sessions: {created}"
     for agent in agents:
         assert set(agent.processes) == {agent.created_by}, f"session {agent.session_id} moved: {agent.processes}"
-    engine_of: dict[str, set[str]] = defaultdict(set)
-    for engine in cluster.engines:
-        for request in engine.requests:
-            if request.path == "/generate":
-                assert request.headers["x-smg-routing-key"] == request.body["routing_key"]
-                engine_of[request.body["routing_key"]].add(engine.name)
+    engine_of = engines_by_session(cluster.engines)
     assert set(engine_of) == {agent.session_id for agent in agents}, "every engine request carries its session id"
-    assert all(len(urls) == 1 for urls in engine_of.values()), "a session's engine requests reached two engines"
-    assert len({next(iter(urls)) for urls in engine_of.values()}) == 2, "both engines serve sessions"
+    assert all(len(names) == 1 for names in engine_of.values()), "a session's engine requests reached two engines"
+    assert len({next(iter(names)) for names in engine_of.values()}) == 2, "both engines serve sessions"
 
     victim_name = max(created, key=lambda name: created[name])
     victim, survivor = cluster.processes[victim_name], next(p for n, p in cluster.processes.items() if n != victim_name)
@@ -231,6 +238,7 @@ def test_sessions_stay_on_one_process_and_survive_a_kill_9_token_exact(cluster: 
     victim.process.wait(10)
     assert done[0] == SESSIONS * TURNS
 
+    assert engines_by_session(cluster.engines) == engine_of, "after the takeover each session keeps its engine"
     held = [agent for agent in agents if agent.created_by == victim_name]
     after_kill = [agent.processes[-1] for agent in held]
     assert set(after_kill) == {survivor.name}, "the dead process's sessions must go on at the other one"
