@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tito.journal.segments import fsync_directory
+from tito.journal.segments import fsync_directory, write_all
 
 STREAMS = "streams"
 LEASES = "leases"
@@ -58,8 +58,12 @@ class SharedJournalLayout:
             last = int(counter.read_text()) if counter.exists() else 0
             last = max(last, *self.stream_epochs(), 0)  # a lost counter never reissues an epoch that wrote
             temporary = counter.with_suffix(".tmp")
-            temporary.write_text(str(last + 1))
-            _fsync_file(temporary)
+            out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(out, str(last + 1).encode())
+                os.fsync(out)
+            finally:
+                os.close(out)
             os.replace(temporary, counter)
             fsync_directory(self.root)
             return last + 1
@@ -151,11 +155,3 @@ class Claim:
 
 def _claim_name(session_id: str, generation: int) -> str:
     return session_id if generation == 1 else f"{session_id}~{generation}"
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
