@@ -220,6 +220,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if args.journal_shared and not args.journal:
         raise UsageError("--journal-shared needs --journal DIR (the directory the processes share)")
     if args.workers > 1:

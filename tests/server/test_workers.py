@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.engines.servers import free_port
+from tito.cli import main
 from tito.server.workers import worker_argv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -25,6 +26,21 @@ def test_a_worker_gets_the_supervisors_options_but_its_own_port_name_and_shared_
         "serve", "--engine", "instant", "--journal", "/j",
         "--port", "9003", "--process-name", "127.0.0.1:9003", "--journal-shared",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--workers", "2"], "--workers N needs --journal DIR"),
+        (["--journal-shared"], "--journal-shared needs --journal DIR"),
+        (["--workers", "0", "--journal", "j"], "--workers must be at least 1"),
+    ],
+)
+def test_scale_out_options_without_what_they_need_are_usage_errors(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--engine", "instant", "--family", "qwen3", *argv]) == 2
+    assert says in capsys.readouterr().err
 
 
 @pytest.mark.crash
