@@ -28,6 +28,7 @@ from tito.trajectory.events import (
 EVENTS: list[SessionEvent] = [
     created("s-ünïcode-🚀", ttl_seconds=30.5),
     SessionCreated(session_id="defaults", config=SessionConfig(), at=0.0),
+    SessionCreated(session_id="grouped", config=SessionConfig(group_id="prompt-3/ü"), at=1.0),
     turn("s1", 0),
     turn("s1", 5, prompt_len=0, output_len=0),
     SamplesTaken(session_id="s1", at=1234.5678),
@@ -42,6 +43,14 @@ def test_every_event_type_round_trips_exactly(event: SessionEvent) -> None:
     assert type(decoded) is type(event)
     assert same_event(decoded, event)
     assert session_id_of(payload) == event.session_id
+
+
+def test_a_session_config_written_before_sessions_had_groups_decodes_without_one() -> None:
+    event_type, payload = encode_event(SessionCreated(session_id="old", config=SessionConfig(group_id="g"), at=2.0))
+    older = bytes(payload).replace(b',"group_id":"g"', b"")
+    assert b"group_id" not in older
+    decoded = decode_event(event_type, older)
+    assert isinstance(decoded, SessionCreated) and decoded.config == SessionConfig()
 
 
 def test_logprobs_keep_every_float32_bit_pattern_including_inf_nan_and_negative_zero() -> None:

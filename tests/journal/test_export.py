@@ -10,9 +10,11 @@ import pytest
 
 from tests.server.conftest import running_server
 from tests.server.journal_agent import Agent
+from tests.server.test_completions import converse
 from tito.cli import main
 from tito.journal.segments import list_segments
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory.exports import PROJECTIONS
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +80,18 @@ def test_a_damaged_journal_exports_what_precedes_the_damage_and_exits_1(
     code, jsonl = export(damaged, tmp_path / "out.jsonl")
     assert code == 1 and "damaged" in capsys.readouterr().err
     assert exported_sessions(jsonl) == [facts["sampled"].decode()]
+
+
+@pytest.mark.parametrize("format", ["verl", "skyrl", "prime-rl", "trl", "miles"])
+def test_a_trainer_format_export_equals_the_servers_reply_in_that_format_and_keeps_the_group(
+    qwen3_tokenizer: LocalTokenizer, tmp_path: Path, format: str
+) -> None:
+    with running_server(qwen3_tokenizer, journal=tmp_path / "journal") as server:
+        session_id = server.new_session(group_id="prompt-9")
+        converse(server, session_id, [[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]])
+        reply = server.http.post(f"/sessions/{session_id}/samples", json={"format": format}).json()
+    assert reply["format"] == format and reply["upstream"] == PROJECTIONS[format].upstream
+    code, document = export(tmp_path / "journal", tmp_path / "out.json", "--format", format, "--session", session_id)
+    assert code == 0 and orjson.loads(document) == reply["samples"]
+    (sample,) = PROJECTIONS[format].restore(reply["samples"])
+    assert sample.group_id == "prompt-9" and len(sample.spans) == 2

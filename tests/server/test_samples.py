@@ -13,7 +13,9 @@ from tests.server.test_completions import as_message, client, converse
 from tests.server.test_tree_sessions import samples, user
 from tito.errors import ConfigurationError
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory.codec import sample_from_json
 from tito.trajectory.events import TrajectoryKind
+from tito.trajectory.exports import PROJECTIONS
 from tito.trajectory.picking import TreeView
 
 HOOKS = __name__
@@ -146,3 +148,28 @@ def test_tree_mode_with_the_default_picker_returns_exactly_the_linear_sample(
         assert tree[field] == linear[field], field
     assert tree["metadata"]["num_turns"] == linear["metadata"]["num_turns"] == 4
     assert sum(linear["loss_mask"]) == sum(len(replies[i]) for i in (0, 2, 4, 5))  # not the superseded 1 and 3
+
+
+def test_a_trainer_format_comes_from_the_body_the_query_or_the_accept_header_alike(server: Server) -> None:
+    session_id = branched_session(server)
+    url = f"/sessions/{session_id}/samples"
+    as_json = server.http.post(url).json()["samples"]
+    replies = [
+        server.http.post(url, json={"format": "skyrl"}),
+        server.http.post(url, params={"format": "skyrl"}),
+        server.http.post(url, headers={"Accept": "application/vnd.tito.skyrl+json"}),
+    ]
+    assert all(reply.status_code == 200 for reply in replies)
+    bodies = [reply.json() for reply in replies]
+    assert bodies[0] == bodies[1] == bodies[2] and bodies[0]["format"] == "skyrl"
+    restored = PROJECTIONS["skyrl"].restore(bodies[0]["samples"])
+    assert restored == [sample_from_json(sample) for sample in as_json]
+
+
+def test_an_unknown_format_is_400_naming_the_choices(server: Server) -> None:
+    session_id = branched_session(server)
+    for request in [{"json": {"format": "openrlhf"}}, {"headers": {"Accept": "application/vnd.tito.openrlhf+json"}}]:
+        response = server.http.post(f"/sessions/{session_id}/samples", **request)  # type: ignore[arg-type]
+        assert response.status_code == 400
+        message = response.json()["error"]["message"]
+        assert "'openrlhf'" in message and "json, safetensors, verl, skyrl, prime-rl, trl, miles" in message

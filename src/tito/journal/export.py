@@ -1,4 +1,4 @@
-"""`tito journal export DIR --format jsonl|safetensors`: the samples of a journal's sessions, for a trainer, no server.
+"""`tito journal export DIR --format jsonl|safetensors|verl|...`: a journal's samples, for a trainer, no server.
 
 Exported are the sessions that ended: the journal holds their deletion (by the client or the TTL), their TTL has
 elapsed, or their samples were taken (a rollout takes samples when its episode is over); `--all` adds live ones.
@@ -6,7 +6,9 @@ Compaction drops deleted and expired sessions, so export them before a compactio
 compacts every minute). Each session's samples come from `tito.trajectory.samples.session_samples`, the code
 `/samples` runs, on the trajectory its journaled turns rebuild, with the engine facts `/samples` adds: an export
 equals the server's `/samples` reply (one sent without a reward or metadata) bit for bit.
-jsonl: one sample per line (`sample_to_json`); safetensors: one container of every sample (`encode_safetensors`).
+jsonl: one sample per line (`sample_to_json`); safetensors: one container of every sample (`encode_safetensors`);
+a trainer's format (`trajectory.exports`: verl, skyrl, prime-rl, trl, miles): that projection of every sample, as
+one JSON document (the `samples` of the `/samples` reply in that format). Each sample carries its session's group id.
 
 Imports from tito: errors, journal.replay, trajectory.
 """
@@ -26,6 +28,7 @@ from tito.errors import JournalError
 from tito.journal.replay import SessionLog, replay
 from tito.trajectory import create_trajectory
 from tito.trajectory.codec import encode_safetensors, sample_to_json
+from tito.trajectory.exports import PROJECTIONS
 from tito.trajectory.samples import Sample, session_samples
 
 ENGINE_FACTS = ("engine", "logprob_semantics")
@@ -54,7 +57,7 @@ def export_samples(
             trajectory.apply(turn)
         last = log.turns[-1].metadata
         facts = {key: last[key] for key in ENGINE_FACTS if key in last}
-        samples += session_samples(log.session_id, trajectory, metadata=facts)
+        samples += session_samples(log.session_id, trajectory, metadata=facts, group_id=log.created.config.group_id)
     damage = replayed.report.damage
     return samples, None if damage is None else str(damage)
 
@@ -62,6 +65,8 @@ def export_samples(
 def encode(samples: list[Sample], format: str) -> bytes:
     if format == "safetensors":
         return encode_safetensors(samples)
+    if format in PROJECTIONS:
+        return orjson.dumps(PROJECTIONS[format].export(samples)) + b"\n"
     return b"".join(orjson.dumps(sample_to_json(sample)) + b"\n" for sample in samples)
 
 
@@ -87,8 +92,9 @@ def add_export_command(actions: Any) -> None:
         epilog="example: tito journal export /var/lib/tito/journal --format safetensors --out samples.safetensors",
     )  # fmt: skip
     export.add_argument("directory", metavar="DIR", help="the journal directory")
-    export.add_argument("--format", choices=("jsonl", "safetensors"), default="jsonl",
-                        help="jsonl: one sample per line; safetensors: one container [Default: jsonl]")  # fmt: skip
+    export.add_argument("--format", choices=("jsonl", "safetensors", *PROJECTIONS), default="jsonl",
+                        help="jsonl: one sample per line; safetensors: one container; a trainer's name: its "
+                             "projection as one JSON document [Default: jsonl]")  # fmt: skip
     export.add_argument("--out", metavar="PATH", help="write here [Default: stdout]")
     export.add_argument("--all", action="store_true", help="also export live sessions (as far as they got)")
     export.add_argument("--session", action="append", metavar="ID",

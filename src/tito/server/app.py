@@ -38,10 +38,9 @@ from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
-from tito.server.samples import build_samples
+from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
-from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)
@@ -187,6 +186,7 @@ def create_app(state: ServerState) -> FastAPI:
             sample_picker=options.sample_picker,
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
+            group_id=asked.group_id,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
         session = await registry.create(config, request.headers.get(SESSION_ID_HEADER))
@@ -236,14 +236,12 @@ def create_app(state: ServerState) -> FastAPI:
             asked = SamplesRequest.model_validate_json(body) if body.strip() else SamplesRequest()
         except ValidationError as exc:
             raise validation_error(exc) from None
+        wanted = samples_format(asked.format, request.query_params.get("format"), request.headers.get("accept", ""))
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
-        built = build_samples(session_id, session.trajectory, asked, server_metadata)
+        built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
         await registry.samples_taken(session)
-        wants_safetensors = asked.format == "safetensors" or request.query_params.get("format") == "safetensors"
-        if wants_safetensors or SAFETENSORS_MEDIA_TYPE in request.headers.get("accept", ""):
-            return Response(encode_safetensors(built), media_type=SAFETENSORS_MEDIA_TYPE)
-        return json_response({"session_id": session_id, "samples": [sample_to_json(sample) for sample in built]})
+        return samples_response(session_id, built, wanted)
 
     return app
 

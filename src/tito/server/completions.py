@@ -50,6 +50,9 @@ class PreparedTurn:
     fingerprint: str
     request_id: str = field(default_factory=lambda: f"tito-{secrets.token_hex(8)}")
     """The engine request's id: what an abort names."""
+    requested_at: float = field(default_factory=time.time)
+    """Wall-clock time the turn was prepared (its request's arrival, less body reading): the sample's
+    `request_timestamp`."""
 
 
 def parse_chat_request(body: bytes) -> ChatCompletionRequest:
@@ -193,6 +196,7 @@ def build_turn(
         "sampling": {f.name: _json_value(getattr(sampling, f.name)) for f in fields(sampling)},
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
+        "requested_at": prepared.requested_at,
     }
     return TurnCommitted(
         session_id=prepared.session.session_id,

@@ -58,14 +58,22 @@ class SessionRequest(BaseModel):
     """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
     strict_append_only: bool | None = None
     """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
+    group_id: str | None = Field(default=None, min_length=1)
+    """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
 
 
 class SamplesRequest(BaseModel):
-    """`POST /sessions/{id}/samples`: optional cut and the trainer's metadata (e.g. a reward)."""
+    """`POST /sessions/{id}/samples`: optional cut, rewards, group and the trainer's metadata, and the format."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_seq_len: int | None = Field(default=None, ge=1)
     reward: float | None = None
+    """Every sample's reward unless `rewards` names its last turn's response id."""
+    rewards: dict[str, float] | None = None
+    """Rewards by response id (the `id` of a reply): a sample gets its last turn's; each span gets its own."""
+    group_id: str | None = Field(default=None, min_length=1)
+    """Overrides the session's `group_id` on these samples."""
     metadata: dict[str, Any] | None = None
-    format: str | None = Field(default=None, pattern="^(json|safetensors)$")
+    format: str | None = None
+    """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""

@@ -2,7 +2,8 @@
 
 Safetensors layout (one container per reply): for sample `i`, tensors `tokens.{i}` (I32), `loss_mask.{i}` (U8)
 and `rollout_logprobs.{i}` (F32), all of shape `[len(tokens)]`; the header's `__metadata__["tito.samples"]` is
-compact JSON: `[{"response_length", "status", "reward", "metadata"}, ...]` in sample order.
+compact JSON: `[{"response_length", "status", "reward", "metadata", "spans", "group_id"}, ...]` in sample order
+(`sample_facts`).
 
 Loading in a trainer (either works):
 
@@ -22,11 +23,12 @@ import json
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from tito.errors import TitoError
-from tito.trajectory.samples import Sample
+from tito.trajectory.samples import Sample, TurnSpan
 
 SAFETENSORS_MEDIA_TYPE = "application/vnd.safetensors"
 _METADATA_KEY = "tito.samples"
@@ -45,11 +47,61 @@ def sample_to_json(sample: Sample) -> dict[str, Any]:
         "tokens": sample.tokens.tolist(),
         "loss_mask": sample.loss_mask.tolist(),
         "rollout_logprobs": sample.rollout_logprobs.tolist(),
+        **sample_facts(sample),
+    }
+
+
+def sample_facts(sample: Sample) -> dict[str, Any]:
+    """Everything of a sample but its three per-token arrays, JSON-ready."""
+    return {
         "response_length": sample.response_length,
         "status": sample.status,
         "reward": sample.reward,
         "metadata": dict(sample.metadata),
+        "spans": [span_to_json(span) for span in sample.spans],
+        "group_id": sample.group_id,
     }
+
+
+def span_to_json(span: TurnSpan) -> dict[str, Any]:
+    encoded = asdict(span)
+    encoded["weight_versions"] = list(span.weight_versions)
+    encoded["sampling"] = dict(span.sampling)
+    return encoded
+
+
+def sample_from_json(encoded: Mapping[str, Any]) -> Sample:
+    """The sample `sample_to_json` wrote."""
+    return sample_from_facts(
+        encoded,
+        array("i", encoded["tokens"]),
+        array("b", encoded["loss_mask"]),
+        array("f", encoded["rollout_logprobs"]),
+    )
+
+
+def sample_from_facts(
+    facts: Mapping[str, Any], tokens: array[int], loss_mask: array[int], rollout_logprobs: array[float]
+) -> Sample:
+    """A sample from `sample_facts` and its three arrays; a missing or mistyped fact is a SampleDecodeError."""
+    try:
+        return Sample(
+            tokens=tokens,
+            loss_mask=loss_mask,
+            rollout_logprobs=rollout_logprobs,
+            response_length=int(facts["response_length"]),
+            status=str(facts["status"]),
+            reward=None if facts["reward"] is None else float(facts["reward"]),
+            metadata=dict(facts["metadata"]),
+            spans=tuple(_span_from_json(span) for span in facts.get("spans") or ()),
+            group_id=facts.get("group_id"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SampleDecodeError(f"sample facts are missing or mistyped: {type(exc).__name__}: {exc}") from exc
+
+
+def _span_from_json(encoded: Mapping[str, Any]) -> TurnSpan:
+    return TurnSpan(**{**encoded, "weight_versions": tuple(encoded["weight_versions"])})
 
 
 def _little_endian(values: array[Any]) -> bytes:
@@ -74,10 +126,7 @@ def encode_safetensors(samples: Sequence[Sample]) -> bytes:
             header[f"{name}.{index}"] = {"dtype": dtype, "shape": [len(values)], "data_offsets": extent}
             chunks.append(data)
             offset += len(data)
-    described = [
-        {"response_length": s.response_length, "status": s.status, "reward": s.reward, "metadata": dict(s.metadata)}
-        for s in samples
-    ]
+    described = [sample_facts(sample) for sample in samples]
     header["__metadata__"] = {_METADATA_KEY: json.dumps(described, separators=(",", ":"))}
     encoded = json.dumps(header, separators=(",", ":")).encode()
     encoded += b" " * (-len(encoded) % 8)
@@ -110,17 +159,7 @@ def decode_safetensors(payload: bytes) -> list[Sample]:
             columns.append(values)
         if not len(columns[0]) == len(columns[1]) == len(columns[2]):
             raise SampleDecodeError(f"sample {index}: tokens, loss_mask and rollout_logprobs differ in length")
-        samples.append(
-            Sample(
-                tokens=columns[0],
-                loss_mask=array("b", columns[1].tobytes()),
-                rollout_logprobs=columns[2],
-                response_length=int(facts["response_length"]),
-                status=str(facts["status"]),
-                reward=facts["reward"],
-                metadata=facts["metadata"],
-            )
-        )
+        samples.append(sample_from_facts(facts, columns[0], array("b", columns[1].tobytes()), columns[2]))
     if header:
         raise SampleDecodeError(f"tensors that belong to no sample: {sorted(header)}")
     return samples

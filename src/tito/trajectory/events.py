@@ -43,6 +43,8 @@ class SessionConfig:
     """Tree sessions: `module:function` run on the assembled samples; None: none."""
     ttl_seconds: float | None = None
     """Idle time after which the session is evicted; None: never."""
+    group_id: str | None = None
+    """Carried on every sample (GRPO-style trainers group one prompt's sessions by it); None: no group."""
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,12 @@ class TurnCommitted:
     finish_reason: str
     """OpenAI's: `stop`, `length`, `tool_calls`."""
     response_id: str
-    """`chatcmpl-...`, the reply's id."""
+    """The id of the reply the agent got (`chatcmpl-...` or its dialect's own): what samples' `rewards` keys name."""
     request_fingerprint: str
     """Digest of the request body: an SDK retry of a committed request returns this turn instead of sampling."""
     metadata: Mapping[str, Any]
     """Per-turn facts for the sample: engine finish, timings, cached tokens, weight versions, sampling parameters,
-    invalid tool calls, the engine's logprob semantics. JSON-serialisable."""
+    invalid tool calls, the engine's logprob semantics, `requested_at` (wall-clock). JSON-serialisable."""
     at: float
 
 

@@ -39,11 +39,13 @@ class Node:
 
 @dataclass(frozen=True)
 class SampledSpan:
-    """Where one node's sampled ids lie in an assembled path sequence: `tokens[start:end]`."""
+    """Where one node's ids lie in an assembled path sequence: its own prompt ids `tokens[prompt_start:start]`
+    (beyond the kept parent ids), its sampled ids `tokens[start:end]`."""
 
     node_id: int
     start: int
     end: int
+    prompt_start: int
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,9 @@ class NodeStore:
             turn = node.turn
             keep = turn.kept_parent_ids if node.parent_id is not None else 0
             del tokens[keep:], mask[keep:], logprobs[keep:]
-            spans = [SampledSpan(s.node_id, min(s.start, keep), min(s.end, keep)) for s in spans]
+            spans = [
+                SampledSpan(s.node_id, min(s.start, keep), min(s.end, keep), min(s.prompt_start, keep)) for s in spans
+            ]
             tokens.extend(turn.prompt_ids)
             mask.extend(bytes(len(turn.prompt_ids)))
             logprobs.extend(array("f", bytes(4 * len(turn.prompt_ids))))
@@ -182,7 +186,7 @@ class NodeStore:
             tokens.extend(turn.output_ids)
             mask.extend(b"\x01" * len(turn.output_ids))
             logprobs.extend(turn.output_logprobs)
-            spans.append(SampledSpan(turn.node_id, start, len(tokens)))
+            spans.append(SampledSpan(turn.node_id, start, len(tokens), keep))
         return PathSequence(tokens, mask, logprobs, tuple(spans))
 
     def leaves(self) -> list[int]:

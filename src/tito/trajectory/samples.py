@@ -1,8 +1,15 @@
 """Samples for the trainer, assembled from a path sequence and the turns on that path.
 
 A sample's `tokens` are the path's ids; `loss_mask` is 1 only on engine-sampled ids; `rollout_logprobs` are
-the engine's logprobs there and 0 elsewhere; `response_length` counts from the first sampled id to the end.
-`max_seq_len` truncates at turn boundaries: whole turns are kept while they fit, never a cut turn.
+the engine's logprobs there and 0 elsewhere; `response_length` counts from the first sampled id to the end;
+`spans` say, turn by turn, which ids each turn appended and sampled and under what (response id, weight version,
+sampling parameters, timestamps). `max_seq_len` truncates at turn boundaries: whole turns are kept while they fit,
+never a cut turn. Every trainer format (`trajectory.exports`) is a projection of this one model.
+
+Rewards: `rewards` keyed by response id give each sample the reward of its last turn's response id, else the
+scalar `reward`; each span carries the reward posted for its own response id (step-wise trainers read it).
+Metadata, lowest layer first: the fold over the sample's turns (`FOLDED_KEYS`) < the agent's posted metadata <
+the server-owned keys (`SERVER_OWNED_KEYS`, and the engine facts the server adds), which nobody overrides.
 
 Imports nothing from tito but errors, trajectory.base, trajectory.events and trajectory.nodes.
 """
@@ -10,18 +17,23 @@ Imports nothing from tito but errors, trajectory.base, trajectory.events and tra
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
 from tito.trajectory.base import Trajectory
 from tito.trajectory.events import TurnCommitted
-from tito.trajectory.nodes import PathSequence
+from tito.trajectory.nodes import PathSequence, SampledSpan
 
 SERVER_OWNED_KEYS = ("session_id", "turns", "truncated_turns", "num_turns")
 """Metadata keys the server writes; a client's metadata never overrides them."""
+FOLDED_KEYS = ("weight_versions", "cached_tokens")
+"""Metadata folded over a sample's turns (versions in order, repeats merged; cached prompt tokens summed): the
+lowest layer, which the agent's metadata may override."""
 
+_REQUESTED_AT = "requested_at"
+"""The turn metadata key of the wall-clock time its request reached tito."""
 _STATUS_BY_FINISH = {"stop": "completed", "tool_calls": "completed", "length": "truncated"}
 
 
@@ -29,6 +41,51 @@ class SampleAssemblyError(TitoError):
     """The session's turns cannot become a sample (no turns, nothing fits `max_seq_len`)."""
 
     http_status = 422
+
+
+class UnknownResponseIdError(TitoError):
+    """`rewards` names a response id that no turn of the session has."""
+
+    http_status = 400
+
+    def __init__(self, session_id: str, unknown: Sequence[str], known: Sequence[str]) -> None:
+        self.unknown = tuple(unknown)
+        shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+        super().__init__(
+            f"rewards: response id(s) {', '.join(map(repr, unknown))} name no turn of session {session_id}; "
+            f"its turns' response ids are: {shown or 'none'} (the `id` of each reply)"
+        )
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    """One turn of a sample: where its ids lie in `tokens`, and how they were sampled."""
+
+    node_id: int
+    response_id: str
+    """The id tito replied with for this turn (`chatcmpl-...`, or the dialect's own): what `rewards` keys name."""
+    prompt_start: int
+    """`tokens[prompt_start:start]` are the ids this turn appended (junction, messages, generation prompt)."""
+    start: int
+    end: int
+    """`tokens[start:end]` are the ids the engine sampled in this turn (shorter only where a later turn's junction
+    dropped a trailing stop id)."""
+    appended_messages: int
+    """How many messages the request appended before this turn's reply."""
+    finish_reason: str
+    weight_version: str | None
+    """The last weight version the engine reported for the turn; None where the engine reports none."""
+    weight_versions: tuple[str, ...]
+    """Every version the engine reported while sampling the turn, in order (more than one: updated mid-turn)."""
+    temperature: float | None
+    sampling: Mapping[str, Any]
+    """The sampling parameters the engine got (temperature, top_p, top_k, max_new_tokens, stop, seed, ...)."""
+    request_timestamp: float | None
+    """Wall-clock time (time.time()) the turn's request reached tito; None in journals written before it was kept."""
+    completion_timestamp: float
+    """Wall-clock time the turn was committed."""
+    reward: float | None = None
+    """The reward posted for this turn's response id, if any."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +103,11 @@ class Sample:
     """`completed`, `truncated` (cut by length or by max_seq_len) or `aborted`."""
     reward: float | None
     metadata: Mapping[str, Any]
+    spans: tuple[TurnSpan, ...] = ()
+    """One per turn on the sample's path, root first; they tile `tokens` in order."""
+    group_id: str | None = None
+    """The group GRPO-style trainers normalise rewards in (one prompt's rollouts): the session's, or the one posted
+    with the samples request."""
 
 
 def assemble_sample(
@@ -55,8 +117,13 @@ def assemble_sample(
     max_seq_len: int | None = None,
     reward: float | None = None,
     metadata: Mapping[str, Any] | None = None,
+    rewards: Mapping[str, float] | None = None,
+    group_id: str | None = None,
 ) -> Sample:
-    """The sample of one path: `sequence` from `NodeStore.path_sequence`, `turns` the path's turns, root first."""
+    """The sample of one path: `sequence` from `NodeStore.path_sequence`, `turns` the path's turns, root first.
+
+    `metadata` is the agent's (with any server facts already over it); the reward is `rewards` at the last kept
+    turn's response id, else `reward`."""
     if not turns or not sequence.spans:
         raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
     by_node = {turn.node_id: turn for turn in turns}
@@ -71,7 +138,8 @@ def assemble_sample(
             )
     end = spans[kept - 1].end
     start = spans[0].start
-    last_turn = by_node[spans[kept - 1].node_id]
+    kept_turns = [by_node[span.node_id] for span in spans[:kept]]
+    last_turn = kept_turns[-1]
     status = _STATUS_BY_FINISH.get(last_turn.finish_reason, "aborted")
     if kept < len(spans):
         status = "truncated"
@@ -79,23 +147,74 @@ def assemble_sample(
         "session_id": session_id,
         "num_turns": kept,
         "truncated_turns": len(spans) - kept,
-        "turns": [
-            {"node_id": span.node_id, "finish_reason": by_node[span.node_id].finish_reason,
-             **by_node[span.node_id].metadata}
-            for span in spans[:kept]
-        ],
-    }  # fmt: skip
-    merged = {key: value for key, value in (metadata or {}).items() if key not in SERVER_OWNED_KEYS}
+        "turns": [_turn_facts(turn) for turn in kept_turns],
+    }
+    merged = _fold(kept_turns)
+    merged.update((key, value) for key, value in (metadata or {}).items() if key not in SERVER_OWNED_KEYS)
     merged.update(owned)
+    by_response = rewards or {}
     return Sample(
         tokens=sequence.tokens[:end],
         loss_mask=sequence.loss_mask[:end],
         rollout_logprobs=sequence.logprobs[:end],
         response_length=end - start,
         status=status,
-        reward=reward,
+        reward=by_response.get(last_turn.response_id, reward),
         metadata=merged,
+        spans=tuple(_turn_span(span, turn, by_response) for span, turn in zip(spans[:kept], kept_turns, strict=True)),
+        group_id=group_id,
     )
+
+
+def _turn_span(span: SampledSpan, turn: TurnCommitted, rewards: Mapping[str, float]) -> TurnSpan:
+    facts = turn.metadata
+    versions = tuple(str(version) for version in facts.get("weight_versions") or ())
+    sampling = dict(facts.get("sampling") or {})
+    return TurnSpan(
+        node_id=turn.node_id,
+        response_id=turn.response_id,
+        prompt_start=span.prompt_start,
+        start=span.start,
+        end=span.end,
+        appended_messages=len(turn.request_messages),
+        finish_reason=turn.finish_reason,
+        weight_version=versions[-1] if versions else None,
+        weight_versions=versions,
+        temperature=as_number(sampling.get("temperature")),
+        sampling=sampling,
+        request_timestamp=as_number(facts.get(_REQUESTED_AT)),
+        completion_timestamp=turn.at,
+        reward=rewards.get(turn.response_id),
+    )
+
+
+def _turn_facts(turn: TurnCommitted) -> dict[str, Any]:
+    """A turn's metadata for `metadata.turns`; its wall-clock request time is the span's `request_timestamp`
+    (kept out here, so two runs of one session have equal metadata)."""
+    facts = {key: value for key, value in turn.metadata.items() if key != _REQUESTED_AT}
+    return {"node_id": turn.node_id, "finish_reason": turn.finish_reason, **facts}
+
+
+def _fold(turns: Sequence[TurnCommitted]) -> dict[str, Any]:
+    """The lowest metadata layer: `FOLDED_KEYS` folded over the sample's turns."""
+    versions = merged_versions(turn.metadata.get("weight_versions") or () for turn in turns)
+    cached = sum(int(turn.metadata.get("cached_tokens") or 0) for turn in turns)
+    return {"weight_versions": versions, "cached_tokens": cached}
+
+
+def merged_versions(per_turn: Iterable[Iterable[Any]]) -> list[str]:
+    """The weight versions of consecutive turns as one list, in order, a version continued across turns once."""
+    versions: list[str] = []
+    for turn_versions in per_turn:
+        for version in map(str, turn_versions):
+            if not versions or versions[-1] != version:
+                versions.append(version)
+    return versions
+
+
+def as_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def session_samples(
@@ -104,15 +223,31 @@ def session_samples(
     max_seq_len: int | None = None,
     reward: float | None = None,
     metadata: Mapping[str, Any] | None = None,
+    rewards: Mapping[str, float] | None = None,
+    group_id: str | None = None,
 ) -> list[Sample]:
     """Every sample of a session, one per path its trajectory picks (linear: its one path; tree: one per leaf the
     picker keeps, each node trained once), then the session's post-processor: what `/samples` replies and
-    `tito journal export` writes, so both give the same bytes. Raises SampleAssemblyError (422) when there is
-    nothing to assemble, SampleHookError (422) when a picker or post-processor breaks its contract."""
+    `tito journal export` writes, so both give the same bytes. Raises UnknownResponseIdError (400) when `rewards`
+    names a response id no kept turn has, SampleAssemblyError (422) when there is nothing to assemble,
+    SampleHookError (422) when a picker or post-processor breaks its contract."""
     turns = {node.node_id: node.turn for node in trajectory.store}
+    if rewards:
+        known = [turn.response_id for turn in turns.values()]
+        known_set = set(known)
+        unknown = [response_id for response_id in rewards if response_id not in known_set]
+        if unknown:
+            raise UnknownResponseIdError(session_id, unknown, known)
     built = [
         assemble_sample(
-            session_id, sequence, [turns[span.node_id] for span in sequence.spans], max_seq_len, reward, metadata
+            session_id,
+            sequence,
+            [turns[span.node_id] for span in sequence.spans],
+            max_seq_len,
+            reward,
+            metadata,
+            rewards,
+            group_id,
         )
         for sequence in trajectory.sample_sequences()
     ]
