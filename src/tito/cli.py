@@ -369,6 +369,34 @@ def _add_demo_command(commands: Any) -> None:
     demo.set_defaults(run=_demo)
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    from tito.server.inspect_command import run_inspect
+
+    return run_inspect(args)
+
+
+def _add_inspect_command(commands: Any) -> None:
+    inspect = commands.add_parser(
+        "inspect", help="browse a journal's (or a samples export's) sessions, trees and tokens in the browser, offline",
+        epilog="example: tito inspect /var/lib/tito/journal --family qwen3 --port 8100, then open "
+        "http://127.0.0.1:8100/ui",
+    )  # fmt: skip
+    inspect.add_argument("directory", metavar="JOURNAL_DIR_OR_EXPORT",
+                         help="a journal directory (tito serve --journal DIR) or a file of tito journal export "
+                         "(jsonl or .safetensors)")  # fmt: skip
+    inspect.add_argument(
+        "--family", "--tito-model", dest="family", choices=[*list_families(), *FAMILY_ALIASES], metavar="FAMILY",
+        help="the sessions' model family: text pieces, junction ids, parse statuses [Default: none, ids only]",
+    )  # fmt: skip
+    inspect.add_argument("--tokenizer", metavar="DIR_OR_NAME",
+                         help="tokenizer directory or builtin name [Default: the family's builtin]")  # fmt: skip
+    inspect.add_argument("--host", default="127.0.0.1", help="bind address [Default: 127.0.0.1]")
+    inspect.add_argument("--port", type=int, default=0, help="[Default: a free port]")
+    inspect.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' on the read API")
+    inspect.add_argument("--debug", action="store_true", help="show tracebacks")
+    inspect.set_defaults(run=_inspect)
+
+
 def _engine_args(args: argparse.Namespace) -> int:
     from tito.engine_args import ParallelSizes, engine_launch
 
@@ -479,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tito.journal.inspect import add_journal_command
 
     add_journal_command(commands)
+    _add_inspect_command(commands)
     return parser
 
 

@@ -38,9 +38,11 @@ from tito.server.journaling import open_server_journal
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
+from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
+from tito.server.ui import InspectorPageMiddleware
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)
@@ -122,6 +124,7 @@ def create_app(state: ServerState) -> FastAPI:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
+    app.add_middleware(InspectorPageMiddleware)  # outermost: the page's static shell (no data) needs no key
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
@@ -193,11 +196,7 @@ def create_app(state: ServerState) -> FastAPI:
         metrics.live_sessions.set(len(registry))
         return json_response({"session_id": session.session_id})
 
-    @app.get("/sessions/{session_id}")
-    async def describe_session(session_id: str) -> Response:
-        session = registry.get(session_id)
-        body = {"session_id": session_id, "status": "live", **session.trajectory.describe()}
-        return json_response(body)
+    add_read_routes(app, LiveSessions(state))  # GET /sessions, /sessions/{id}, /sessions/{id}/turns/{node}
 
     @app.delete("/sessions/{session_id}")
     async def delete_session(session_id: str) -> Response:
@@ -240,7 +239,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
-        await registry.samples_taken(session)
+        await registry.samples_taken(session, built[0].reward)
         return samples_response(session_id, built, wanted)
 
     return app

@@ -66,6 +66,10 @@ class Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     deleted: bool = False
     """True once the session is deleted or expired."""
+    samples_taken: int = 0
+    """How many times its samples were taken (`SamplesTaken` events)."""
+    reward: float | None = None
+    """The reward the trainer posted with its latest samples request; memory only (the journal records no reward)."""
     deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
     """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
     callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""
@@ -100,8 +104,9 @@ class SessionRegistry:
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions.values()))
 
-    def get(self, session_id: str) -> Session:
-        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock.
+    def get(self, session_id: str, touch: bool = True) -> Session:
+        """The live session; 410 if it was deleted or expired, 404 if it never existed. Touches its idle clock
+        (unless `touch` is False: a reader such as the inspector does not keep a session alive).
 
         An expired session not yet swept answers 410 here; the sweeper records its deletion (an event, so the
         journal sees it), never this synchronous lookup."""
@@ -111,7 +116,8 @@ class SessionRegistry:
             if reason is not None:
                 raise SessionGoneError(f"session {session_id} was {reason}; open a new one with POST /sessions")
             raise SessionNotFoundError(f"no session {session_id!r}; open one with POST /sessions")
-        session.last_used = time.monotonic()
+        if touch:
+            session.last_used = time.monotonic()
         return session
 
     def is_live(self, session: Session) -> bool:
@@ -166,12 +172,14 @@ class SessionRegistry:
             await self.sink.record(event)
             self.apply(event)
 
-    async def samples_taken(self, session: Session) -> None:
+    async def samples_taken(self, session: Session, reward: float | None = None) -> None:
         async with session.lock:
             self._check_live(session)
             event = SamplesTaken(session.session_id, time.time())
             await self.sink.record(event)
             self.apply(event)
+            if reward is not None:
+                session.reward = reward
 
     async def evict_expired(self) -> list[str]:
         """Delete every session idle past its TTL (never one with a turn in flight); returns their ids."""
@@ -202,6 +210,8 @@ class SessionRegistry:
             )
         elif isinstance(event, TurnCommitted):
             self._sessions[event.session_id].trajectory.apply(event)
+        elif isinstance(event, SamplesTaken):
+            self._sessions[event.session_id].samples_taken += 1
         elif isinstance(event, SessionDeleted):
             deleted = self._sessions.pop(event.session_id, None)
             if deleted is not None:
