@@ -24,7 +24,7 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -96,6 +96,14 @@ class _LeasedSink:
         await self.writer.append(event)
 
 
+@dataclass
+class _Gate:
+    """A session's takeover lock and how many requests use it (dropped with the last, never while one waits)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 class GroupSync:
     """fsync one directory for many waiters: every caller waits for an fsync that started after it called, and all
     callers that arrive while one runs share the next (claims of a takeover are made durable in batches)."""
@@ -148,7 +156,7 @@ class SharedJournalOwner:
         self._loading: dict[int, asyncio.Task[None]] = {}
         self._where: dict[str, int] = {}
         """Sessions of loaded dead streams not held here, and the stream to claim each from."""
-        self._gates: dict[str, asyncio.Lock] = {}
+        self._gates: dict[str, _Gate] = {}
         self._syncs: dict[Path, GroupSync] = {}
         metrics = state.metrics
         self._adopted = metrics.counter("tito_sessions_taken_over", "Sessions taken over from dead processes")
@@ -205,9 +213,10 @@ class SharedJournalOwner:
         registry = self.state.registry
         if registry.knows(session_id) or SESSION_ID_PATTERN.fullmatch(session_id) is None:
             return
-        gate = self._gates.setdefault(session_id, asyncio.Lock())
+        gate = self._gates.setdefault(session_id, _Gate())
+        gate.users += 1
         try:
-            async with gate:
+            async with gate.lock:  # one takeover of a session at a time in this process
                 while not registry.knows(session_id):
                     epoch = self._where.get(session_id)
                     if epoch is None:
@@ -216,7 +225,8 @@ class SharedJournalOwner:
                             return
                     await self._adopt(session_id, epoch)
         finally:
-            if not gate.locked() and self._gates.get(session_id) is gate:
+            gate.users -= 1
+            if not gate.users:
                 del self._gates[session_id]
 
     def _discover(self, session_id: str) -> int | None:
