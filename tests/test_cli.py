@@ -195,3 +195,12 @@ def test_verify_json_lists_every_failure(monkeypatch: pytest.MonkeyPatch, capsys
         {"shape": "roles", "thinking": None, "passed": 0, "failed": 25, "skipped": 0},
         {"shape": "multi_user", "thinking": None, "passed": 1, "failed": 0, "skipped": 0},
     ]
+
+
+def test_render_prints_text_separator_and_ids_all_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "Hi"}]))
+    assert main(["render", "--family", "qwen3", str(conversation)]) == 0
+    captured = capsys.readouterr()
+    text, separator, ids = captured.out.rstrip("\n").rsplit("\n", 2)
+    assert separator == f"--- {len(ids.split())} ids ---" and text.endswith("Hi<|im_end|>\n") and captured.err == ""

@@ -1,20 +1,24 @@
 """`tito serve` as users run it: a real process on 127.0.0.1 and a free port, stopped by its own handle; and its
-options, read in process with uvicorn replaced."""
+options, read in process with the serving step replaced."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+import tito.server.running
 from tito.cli import main
 from tito.trajectory.events import TrajectoryKind
 
@@ -59,7 +63,7 @@ def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
 
 def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.append(app))
+    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
     picker = "tito.trajectory.picking:drop_superseded_retries"
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--trajectory", "tree", "--strict-append-only",
                  "--max-nodes", "5", "--sample-picker", picker]) == 0  # fmt: skip
@@ -72,7 +76,97 @@ def test_a_sample_hook_that_cannot_load_stops_tito_serve_before_it_serves(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.append(app))
+    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--sample-postprocessor", "my_hooks"]) == 1
     assert "--sample-postprocessor 'my_hooks': expected 'module:function'" in capsys.readouterr().err
     assert served == []
+
+
+def _banner_port(process: subprocess.Popen[str]) -> int:
+    """The port `tito serve` announces in its "agents use base_url" line (read from its stderr)."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if match := re.search(r"agents use base_url http://127\.0\.0\.1:(\d+)/sessions/<id>/v1", line):
+            return int(match.group(1))
+    raise AssertionError(f"tito serve ended without its banner (exit {process.wait(10)})")
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    """Terminate the server this test started (by its handle) and return the rest of its stderr."""
+    process.terminate()
+    try:
+        _, err = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate(timeout=10)
+    return err
+
+
+def test_with_port_0_the_banner_names_the_bound_port_and_each_request_is_one_access_log_line() -> None:
+    command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3", "--port", "0"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{_banner_port(process)}"
+        session_id = httpx.post(f"{base}/sessions").json()["session_id"]
+        turn = {"messages": [{"role": "user", "content": "hi"}]}
+        reply = httpx.post(f"{base}/sessions/{session_id}/v1/chat/completions", json=turn).json()
+        assert httpx.get(f"{base}/sessions/nope").status_code == 404
+    finally:
+        err = _stop(process)
+    lines = [json.loads(line.split("tito.access: ", 1)[1]) for line in err.splitlines() if "tito.access: " in line]
+    routes = [(line["method"], line["route"], line["status"]) for line in lines]
+    assert routes == [
+        ("POST", "/sessions", 200), ("POST", "/sessions/{id}/v1/chat/completions", 200), ("GET", "/sessions/{id}", 404)
+    ]  # fmt: skip
+    turn_line = lines[1]
+    assert turn_line["session"] == session_id and lines[2]["session"] == "nope"
+    usage = reply["usage"]
+    assert (turn_line["prompt_tokens"], turn_line["output_tokens"]) == (
+        usage["prompt_tokens"], usage["completion_tokens"]
+    )  # fmt: skip
+    assert turn_line["engine_ms"] >= 0 and turn_line["tito_ms"] > 0 and lines[0]["engine_ms"] is None
+
+
+def test_a_busy_port_is_one_error_line_and_no_banner() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "tito.cli", "serve", "--engine", "instant", "--family", "qwen3",
+                   "--port", str(port)]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert "base_url" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.fixture(autouse=True)
+def _keep_tito_log_level() -> Iterator[None]:
+    """`tito serve` in process sets the `tito` logger's level (--log-level); later tests get it back as it was."""
+    logger = logging.getLogger("tito")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
+def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tito.server.launch
+    from tito.engines.instant import InstantEngine
+
+    asked: list[dict[str, Any]] = []
+
+    def engine(kind: str, **kwargs: Any) -> InstantEngine:
+        asked.append({"kind": kind, **kwargs})
+        return InstantEngine(lambda request: (1,))
+
+    monkeypatch.setattr(tito.server.launch, "create_engine", engine)
+    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: None)
+    argv = ["serve", "--family", "qwen3", "--tokenizer", "qwen3", "--model", str(tmp_path), "--port", "0"]
+    assert main([*argv, "--threads", "1"]) == 0
+    assert (asked[0]["kind"], asked[0]["threads"]) == ("local", 1)
+    assert main([*argv, "--engine", "instant", "--threads", "1"]) == 2
+    assert "--threads sets the local engine's CPU threads; --engine instant has none" in capsys.readouterr().err

@@ -42,6 +42,12 @@ def test_shorter_request_is_an_error() -> None:
         appended_messages(STORED, STORED[:1], ("user",))
 
 
+def test_a_shorter_request_names_its_first_changed_message_before_the_missing_ones() -> None:
+    with pytest.raises(AppendOnlyError, match=r"^message 0 differs .* in 'content'") as error:
+        appended_messages(STORED, [{"role": "user", "content": "changed"}], ("user",))
+    assert (error.value.index, error.value.field) == (0, "content")
+
+
 def test_role_gate_names_index_and_allowed_roles() -> None:
     sent = [*STORED, {"role": "tool", "content": "r", "tool_call_id": "c1"}, {"role": "user", "content": "u"}]
     with pytest.raises(RoleNotAllowedError, match=r"message 3 has role 'user'.*allowed append roles: tool"):

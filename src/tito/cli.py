@@ -3,9 +3,9 @@
 Results to stdout, diagnostics to stderr.
 
 Exit codes: 0 pass, 1 a check failed or tito refused the input, 2 usage error (bad arguments, an unreadable or
-malformed input file): one line on stderr. Tracebacks only with --debug.
-Imports from tito: _version, conformance, content_tokens, engine_args, engines, errors, families, family_tokenizer,
-journal, server, tokenizer, tokenizer_loading, trajectory.
+malformed input file, a missing extra): one line on stderr. Tracebacks only with --debug.
+Imports from tito: _version, conformance, content_tokens, engine_args, engines, errors, extras, families,
+family_tokenizer, journal, server, tokenizer, tokenizer_loading, trajectory.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tito._version import package_version
 from tito.content_tokens import CONTENT_MODES
 from tito.errors import TitoError
+from tito.extras import missing_extra_line
 from tito.families.base import VALID_APPEND_ROLES
 from tito.families.registry import FAMILY_ALIASES, get_family, list_families
 
@@ -134,7 +135,7 @@ def _render(args: argparse.Namespace) -> int:
         if notice:
             print(notice)
         print(text)
-        print(f"--- {len(ids)} ids ---", file=sys.stderr)
+        print(f"--- {len(ids)} ids ---")
         print(" ".join(map(str, ids)))
     return 0
 
@@ -217,8 +218,8 @@ class _ListShapes(argparse.Action):
 
 def _serve(args: argparse.Namespace) -> int:
     import asyncio
-
-    import uvicorn
+    import logging
+    import os
 
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
@@ -233,8 +234,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
+    from tito.server.running import bound_port, listening_socket, serve_on_socket
     from tito.trajectory.events import TrajectoryKind
 
+    if args.threads is not None and args.engine != "local":
+        raise UsageError(f"--threads sets the local engine's CPU threads; --engine {args.engine} has none to set")
     options = ServerOptions(
         family=args.family,
         chat_template_kwargs=args.chat_template_kwargs or {},
@@ -256,20 +260,24 @@ def _serve(args: argparse.Namespace) -> int:
         lease_ttl=args.lease_ttl,
         process_name=args.process_name or f"{args.host}:{args.port}",
     )
-    if args.journal:
-        import logging
-
-        logging.basicConfig(level=logging.INFO, format="tito serve: %(name)s: %(message)s")
     model_dir = Path(args.model) if args.model else None
     state = build_state(
         options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
-        instant_token_delay=args.instant_token_delay,
+        instant_token_delay=args.instant_token_delay, threads=args.threads,
     )  # fmt: skip
-    print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
-          f"({state.model_name}); agents use base_url http://{args.host}:{args.port}/sessions/<id>/v1",
-          file=sys.stderr)  # fmt: skip
+    logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
+    logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
     try:
-        uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="warning")
+        try:
+            sock = listening_socket(args.host, args.port)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            print(f"tito serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+            return 1
+        print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
+              f"({state.model_name}); agents use base_url http://{args.host}:{bound_port(sock)}/sessions/<id>/v1",
+              file=sys.stderr, flush=True)  # fmt: skip
+        serve_on_socket(create_app(state), sock, log_level="warning" if args.log_level == "info" else args.log_level)
     finally:
         asyncio.run(state.engine.aclose())
     return 0
@@ -349,6 +357,12 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="start N tito processes on PORT+1..PORT+N sharing --journal DIR, and print an nginx "
                        "config that listens on PORT and keeps each session on one of them [Default: 1]")  # fmt: skip
+    serve.add_argument("--threads", type=int, metavar="N",
+                       help="local engine: torch's CPU threads; pass 1 on a shared or loaded CPU "
+                       "[Default: one per core]")  # fmt: skip
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                       help="log level; at info every request is one access-log line on stderr (session, route, "
+                       "status, prompt/output tokens, engine and tito milliseconds) [Default: info]")  # fmt: skip
     serve.add_argument("--debug", action="store_true", help="show tracebacks")
     serve.set_defaults(run=_serve)
 
@@ -523,7 +537,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"tito: error: {exc}", file=sys.stderr)
         return 2
-    except (TitoError, OSError) as exc:
+    except (TitoError, OSError, ModuleNotFoundError) as exc:
+        if (missing := missing_extra_line(exc)) is not None:
+            print(f"tito: error: {missing}", file=sys.stderr)
+            return 2
+        if isinstance(exc, ModuleNotFoundError):
+            raise
         if args.debug:
             traceback.print_exc()
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

@@ -119,11 +119,6 @@ def appended_messages(
     matcher: MessageMatcher = strict_message_matches,
 ) -> list[Message]:
     """The messages `sent` appends after `stored`; raises if `sent` rewrites `stored` or appends a disallowed role."""
-    if len(sent) < len(stored):
-        raise AppendOnlyError(
-            len(sent), "message", f"{len(stored)} stored messages", f"only {len(sent)} messages",
-            hint="a request must resend the whole stored conversation and append after it",
-        )  # fmt: skip
     prefix_unchanged = list(sent[: len(stored)]) == list(stored)  # the common case, decided in C
     for index, (old, new) in enumerate(zip(stored, sent, strict=False) if not prefix_unchanged else ()):
         if old == new:
@@ -133,6 +128,11 @@ def appended_messages(
         field = matcher(old, new)
         if field is not None:
             raise AppendOnlyError(index, field, _field_value(old, field), _field_value(new, field))
+    if len(sent) < len(stored):  # after the resent ones compared equal: a changed message is named first
+        raise AppendOnlyError(
+            len(sent), "message", f"{len(stored)} stored messages", f"only {len(sent)} messages",
+            hint="a request must resend the whole stored conversation and append after it",
+        )  # fmt: skip
     appended = list(sent[len(stored) :])
     for offset, message in enumerate(appended):
         if not isinstance(message, Mapping):

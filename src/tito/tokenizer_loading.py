@@ -104,7 +104,7 @@ BUILTIN_TOKENIZERS: dict[str, str] = {
 _BUILTIN_ALIASES = {"qwen3.5": "qwen35", "qwen3.6": "qwen35", "deepseek-v4": "deepseekv4"}
 
 
-def _byte_to_unicode() -> dict[int, str]:
+def byte_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable character table used by byte-level BPE vocabularies."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     table = {b: chr(b) for b in printable}
@@ -164,7 +164,7 @@ def _build_qwen(name: str) -> BackendTokenizer:
         if line:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
-    b2u = _byte_to_unicode()
+    b2u = byte_to_unicode()
 
     def as_text(token: bytes) -> str:
         return "".join(b2u[b] for b in token)

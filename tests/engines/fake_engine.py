@@ -22,6 +22,11 @@ def scripted_logprob(position: int) -> float:
     return -(position + 1) / 8
 
 
+def scripted_top_logprobs(token: int, position: int, count: int) -> list[tuple[int, float]]:
+    """The `count` most likely ids at a position, best first: the sampled id, then ids above it, each less likely."""
+    return [(token + rank, scripted_logprob(position) - rank / 4) for rank in range(count)]
+
+
 @dataclass
 class Behaviour:
     """What the next requests get; tests set fields, the `reset` fixture restores the defaults."""

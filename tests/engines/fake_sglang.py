@@ -16,7 +16,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.engines.fake_engine import DropConnection, FakeServer, RecordedRequest, scripted_logprob
+from tests.engines.fake_engine import (
+    DropConnection,
+    FakeServer,
+    RecordedRequest,
+    scripted_logprob,
+    scripted_top_logprobs,
+)
 
 
 def sglang_app(server: FakeServer) -> Starlette:
@@ -29,23 +35,29 @@ def sglang_app(server: FakeServer) -> Starlette:
         params = body["sampling_params"]
         ids, finish_type, matched = server.sample(body["input_ids"], params["max_new_tokens"], params["stop_token_ids"])
         rid = body["rid"]
+        top = body.get("top_logprobs_num") or 0
 
         def event(count: int, finish: dict[str, Any] | None, start: int = 0) -> dict[str, Any]:
             if behaviour.malformed:
                 return {"text": "", "meta_info": {"id": rid}}
+            info = meta(count, finish, start)
+            if top:  # top_logprobs_num: per position [logprob, id, text] triples, best first
+                info["output_top_logprobs"] = [
+                    [[lp, token, None] for token, lp in scripted_top_logprobs(ids[i], i, top)]
+                    for i in range(start, count)
+                ]
+            return {"text": "", "output_ids": ids[start:count], "meta_info": info}
+
+        def meta(count: int, finish: dict[str, Any] | None, start: int) -> dict[str, Any]:
             return {
-                "text": "",
-                "output_ids": ids[start:count],
-                "meta_info": {
-                    "id": rid,
-                    "finish_reason": finish,
-                    "prompt_tokens": len(body["input_ids"]),
-                    "completion_tokens": count,
-                    "cached_tokens": 3,
-                    "weight_version": behaviour.weight_version,
-                    "output_token_logprobs": [[scripted_logprob(i), ids[i], None] for i in range(start, count)],
-                    "e2e_latency": 0.01,
-                },
+                "id": rid,
+                "finish_reason": finish,
+                "prompt_tokens": len(body["input_ids"]),
+                "completion_tokens": count,
+                "cached_tokens": 3,
+                "weight_version": behaviour.weight_version,
+                "output_token_logprobs": [[scripted_logprob(i), ids[i], None] for i in range(start, count)],
+                "e2e_latency": 0.01,
             }
 
         def finish_of(count: int) -> dict[str, Any]:

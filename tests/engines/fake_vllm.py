@@ -15,7 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.engines.fake_engine import DropConnection, FakeServer, RecordedRequest, scripted_logprob
+from tests.engines.fake_engine import (
+    DropConnection,
+    FakeServer,
+    RecordedRequest,
+    scripted_logprob,
+    scripted_top_logprobs,
+)
 
 
 def vllm_app(server: FakeServer) -> Starlette:
@@ -31,6 +37,13 @@ def vllm_app(server: FakeServer) -> Starlette:
         usage = {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + len(ids), "completion_tokens": len(ids)}
         usage["prompt_tokens_details"] = {"cached_tokens": 16, "created_cache_tokens": None, "multimodal_tokens": None}
 
+        top, as_ids = body.get("logprobs") or 0, body.get("return_tokens_as_token_ids")
+
+        def top_of(i: int) -> dict[str, float]:
+            """The sampled token plus the `logprobs` most likely, keyed by token string (or "token_id:N")."""
+            pairs = [(ids[i], scripted_logprob(i)), *scripted_top_logprobs(ids[i], i, top)]
+            return {(f"token_id:{token}" if as_ids else f"<t{token}>"): lp for token, lp in pairs}
+
         def choice(start: int, end: int, finish: str | None, first: bool) -> dict[str, Any]:
             if behaviour.malformed:
                 return {"index": 0, "text": "", "finish_reason": finish}
@@ -41,7 +54,7 @@ def vllm_app(server: FakeServer) -> Starlette:
                     "text_offset": list(range(start, end)),
                     "token_logprobs": [scripted_logprob(i) for i in range(start, end)],
                     "tokens": [f"<t{token}>" for token in ids[start:end]],
-                    "top_logprobs": [{f"<t{ids[i]}>": scripted_logprob(i)} for i in range(start, end)],
+                    "top_logprobs": [top_of(i) for i in range(start, end)],
                 },
                 "finish_reason": finish,
                 "stop_reason": matched if finish == "stop" else None,
@@ -98,7 +111,20 @@ def vllm_app(server: FakeServer) -> Starlette:
             if server.is_aborted(request_id):
                 ids, finish_type, matched = ids[:1], "abort", None
                 break
-        content = [{"token_id": token, "logprob": scripted_logprob(i), "rank": 3} for i, token in enumerate(ids)]
+        top = params.get("logprobs") or 0
+        content = [
+            {
+                "token_id": token,
+                "logprob": scripted_logprob(i),
+                "rank": 1,
+                "top_logprobs": [{"token_id": token, "logprob": scripted_logprob(i), "rank": 1}]
+                + [
+                    {"token_id": t, "logprob": lp, "rank": r + 1}
+                    for r, (t, lp) in enumerate(scripted_top_logprobs(token, i, top))
+                ],
+            }
+            for i, token in enumerate(ids)
+        ]
         versions = [{"version": server.behaviour.weight_version, "start": 0, "end": len(ids)}]
         choice = {"index": 0, "finish_reason": finish_type, "stop_reason": matched, "token_ids": ids}
         choice |= {"weight_versions": versions, "logprobs": {"content": content}}

@@ -8,7 +8,7 @@ from array import array
 
 import pytest
 
-from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
+from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob, scripted_top_logprobs
 from tests.engines.servers import free_port
 from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
 from tito.engines.sglang import SGLangEngine, parse_finish_reason, parse_reply
@@ -259,3 +259,21 @@ def test_a_request_aborted_before_prefill_ends_with_abort_and_no_ids() -> None:
     chunk = parse_reply(reply, already_received=0)
     assert chunk.finish is not None and chunk.finish.kind is FinishKind.ABORT
     assert chunk.finish.detail == "Abort before prefill" and len(chunk.ids) == 0 == len(chunk.logprobs)
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["cumulative", "incremental"])
+@pytest.mark.asyncio
+async def test_top_logprobs_ask_top_logprobs_num_and_read_output_top_logprobs_streamed_or_whole(
+    sglang_server: FakeServer, incremental: bool
+):
+    sglang_server.behaviour.incremental = incremental
+    engine = SGLangEngine(sglang_server.url)
+    asked = GenerateRequest(PROMPT, SamplingParams(max_new_tokens=4, top_logprobs=3), "r", None)
+    whole = await engine.generate(asked)
+    streamed = await collect_stream(engine.stream(asked), time.monotonic())
+    plain = await engine.generate(request(max_new_tokens=4))
+    await engine.aclose()
+    assert [r.body["top_logprobs_num"] for r in sglang_server.requests] == [3, 3, 0]
+    expected = tuple(tuple(scripted_top_logprobs(token, i, 3)) for i, token in enumerate(expected_ids(4)))
+    assert whole.top_logprobs == streamed.top_logprobs == expected
+    assert plain.top_logprobs == () and engine.info.max_top_logprobs == 20

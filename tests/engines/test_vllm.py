@@ -8,11 +8,11 @@ from array import array
 
 import pytest
 
-from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob
+from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob, scripted_top_logprobs
 from tests.engines.servers import free_port
 from tito.engines.factory import create_engine
 from tito.engines.protocol import Engine, FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
-from tito.engines.vllm import VLLMEngine, _usage, parse_finish
+from tito.engines.vllm import VLLMEngine, _usage, completion_top_logprobs, parse_finish
 from tito.errors import (
     ConfigurationError,
     EngineRequestError,
@@ -228,3 +228,36 @@ async def test_an_error_event_inside_the_stream_is_a_typed_error_with_its_code(v
 def test_usage_with_null_counts_falls_back_to_the_prompt_length() -> None:
     assert _usage({"prompt_tokens": None, "prompt_tokens_details": None}, 7) == (7, 0)
     assert _usage({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}, 7) == (9, 4)
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "generate"])
+@pytest.mark.asyncio
+async def test_top_logprobs_ask_logprobs_k_with_id_keys_and_read_k_per_position(vllm_server: FakeServer, endpoint: str):
+    engine = VLLMEngine(vllm_server.url, endpoint=endpoint)  # type: ignore[arg-type]
+    asked = GenerateRequest(PROMPT, SamplingParams(max_new_tokens=4, top_logprobs=3), "r", None)
+    whole = await engine.generate(asked)
+    await engine.aclose()
+    expected = tuple(tuple(scripted_top_logprobs(token, i, 3)) for i, token in enumerate(expected_ids(4)))
+    assert whole.top_logprobs == expected and engine.info.max_top_logprobs == 20
+    body = vllm_server.requests[-1].body
+    if endpoint == "completions":
+        assert (body["logprobs"], body["return_tokens_as_token_ids"]) == (3, True)
+    else:
+        assert body["sampling_params"]["logprobs"] == 3
+
+
+@pytest.mark.asyncio
+async def test_streamed_top_logprobs_equal_the_whole_replys(vllm_server: FakeServer):
+    engine = VLLMEngine(vllm_server.url)
+    asked = GenerateRequest(PROMPT, SamplingParams(max_new_tokens=4, top_logprobs=2), "r", None)
+    streamed = await collect_stream(engine.stream(asked), time.monotonic())
+    whole = await engine.generate(asked)
+    plain = await engine.generate(request())
+    await engine.aclose()
+    assert streamed.top_logprobs == whole.top_logprobs and len(whole.top_logprobs) == 4
+    assert plain.top_logprobs == () and "return_tokens_as_token_ids" not in vllm_server.requests[-1].body
+
+
+def test_the_sampled_token_vllm_adds_to_the_top_k_is_dropped_when_it_is_not_among_them():
+    choice = {"logprobs": {"top_logprobs": [{"token_id:5": -3.0, "token_id:7": -0.5, "token_id:9": -1.0}]}}
+    assert completion_top_logprobs(choice, 2) == (((7, -0.5), (9, -1.0)),)

@@ -194,8 +194,10 @@ def test_a_client_that_disconnects_mid_stream_aborts_the_engine_and_commits_noth
     server.engine.delay = 1.0  # cut short by the abort; a loaded machine must not finish the stream before hanging up
     session_id = server.new_session()
     url = f"/sessions/{session_id}/v1/chat/completions"
+    sent_before = len(server.engine.requests)
     with server.http.stream("POST", url, json={"messages": USER, "stream": True}) as response:
         next(response.iter_lines())  # the role chunk, then hang up
+    wait_until(lambda: len(server.engine.requests) > sent_before)  # the role chunk leaves before the engine call
     request_id = server.engine.requests[-1].request_id
     wait_until(lambda: request_id in server.engine.aborted)
     time.sleep(0.1)  # the stream's end, had it committed, would be recorded by now

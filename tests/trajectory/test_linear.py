@@ -87,6 +87,14 @@ def test_deep_divergence_is_refused_naming_the_message_and_changes_nothing() -> 
     assert (trajectory.messages(), trajectory.path_ids(2), trajectory.version) == before
 
 
+def test_a_shorter_request_that_also_changes_a_message_names_the_changed_one_not_the_missing_ones() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 3)
+    with pytest.raises(AppendOnlyError, match=r"message 0 differs.*'content': stored 'u0', got 'rewritten'") as error:
+        trajectory.plan([user("rewritten"), messages[1], user("next")], None, "x", False)
+    assert error.value.index == 0
+
+
 def test_a_turn_cut_by_length_cannot_be_extended_but_can_be_retried() -> None:
     trajectory = LinearTrajectory(SessionConfig())
     messages = [user("u0")]

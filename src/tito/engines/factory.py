@@ -24,13 +24,15 @@ def create_engine(
     timeout: float = 600.0,
     instant_script: ReplyScript | None = None,
     instant_token_delay: float = 0.0,
+    threads: int | None = None,
 ) -> Engine:
     """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script;
-    `instant_token_delay` seconds per reply id stand in for generation time)."""
+    `instant_token_delay` seconds per reply id stand in for generation time). `threads`: the local engine's torch
+    CPU threads (None: torch's default)."""
     if kind == "local":
-        from tito.engines.local import LocalEngine
+        from tito.engines.local import LocalEngine, default_model_dir
 
-        return LocalEngine.from_model_dir(model_dir) if model_dir is not None else LocalEngine.default()
+        return LocalEngine.from_model_dir(model_dir or default_model_dir(), threads=threads)
     if kind in ("sglang", "vllm"):
         if not url:
             raise ConfigurationError(f"engine {kind!r} needs --engine-url (e.g. http://127.0.0.1:30000)")

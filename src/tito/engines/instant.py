@@ -4,7 +4,8 @@ It is a benchmark/test engine, documented as such: it measures tito's own overhe
 drives the session server through scripted completions. It still honours the protocol exactly:
 `max_new_tokens` cuts with finish `length`, a stop token ends the reply (kept as the last id), abort ends
 a running stream with the ids so far, and logprobs are deterministic per (prompt, position) so two runs
-give bit-identical samples.
+give bit-identical samples. Asked for top logprobs, it gives the scripted id alone at each position: a script
+has no alternatives.
 
 Imports nothing from tito but engines.protocol and errors.
 """
@@ -24,6 +25,7 @@ from tito.engines.protocol import (
     GenerationChunk,
     LogprobSemantics,
     Timings,
+    TopLogprobs,
     logprob_values,
     token_ids,
 )
@@ -45,7 +47,7 @@ class InstantEngine:
         token_delay: float = 0.0,
     ) -> None:
         self._script: ReplyScript = script if callable(script) else _constant(tuple(script))
-        self._info = EngineInfo("instant", model, max_context, LogprobSemantics.AFTER_TEMPERATURE)
+        self._info = EngineInfo("instant", model, max_context, LogprobSemantics.AFTER_TEMPERATURE, max_top_logprobs=20)
         self._chunk_size = max(1, chunk_size)
         self._token_delay = token_delay
         self._aborted: set[str] = set()
@@ -70,6 +72,7 @@ class InstantEngine:
             finish=finish,
             prompt_tokens=len(request.prompt_ids),
             timings=Timings(total=self._token_delay * len(ids)),
+            top_logprobs=_top_logprobs(request, ids, 0),
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
@@ -90,6 +93,7 @@ class InstantEngine:
                 finish if last else None,
                 len(request.prompt_ids) if last else None,
                 0 if last else None,
+                top_logprobs=_top_logprobs(request, part, start),
             )
         if not ids:
             yield GenerationChunk(token_ids(), logprob_values(), finish, len(request.prompt_ids), 0)
@@ -127,3 +131,10 @@ def _logprob(request: GenerateRequest, position: int) -> float:
     """A deterministic logprob in (-4, 0] for the id at `position`, keyed by the prompt's length and position."""
     key = f"{len(request.prompt_ids)}:{request.prompt_ids[-1] if request.prompt_ids else -1}:{position}"
     return -(zlib.crc32(key.encode()) % 4096) / 1024.0
+
+
+def _top_logprobs(request: GenerateRequest, ids: Sequence[int], start: int) -> tuple[TopLogprobs, ...]:
+    """When asked: each scripted id as its position's only candidate, with its logprob."""
+    if not request.sampling.top_logprobs:
+        return ()
+    return tuple(((token, _logprob(request, start + i)),) for i, token in enumerate(ids))

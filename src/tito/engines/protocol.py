@@ -25,6 +25,10 @@ Logprobs = array
 """`array('f')`: one float32 logprob per sampled id."""
 
 
+TopLogprobs = tuple[tuple[int, float], ...]
+"""The most likely ids at one sampled position with their logprobs (the engine's `LogprobSemantics`), best first."""
+
+
 def token_ids(values: Iterable[int] = ()) -> array[int]:
     """A compact int32 id array.
 
@@ -90,6 +94,8 @@ class SamplingParams:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    top_logprobs: int = 0
+    """How many of the most likely ids (with logprobs) to return at each sampled position; 0: none."""
 
 
 @dataclass(frozen=True)
@@ -127,12 +133,18 @@ class Generation:
     weight_versions: tuple[str, ...] = ()
     """The weight version(s) the engine reported while sampling, in order (several when updated mid-request)."""
     timings: Timings = field(default_factory=Timings)
+    top_logprobs: tuple[TopLogprobs, ...] = ()
+    """One entry per sampled id when `SamplingParams.top_logprobs` asked for them, else empty."""
 
     def __post_init__(self) -> None:
         if len(self.output_ids) != len(self.output_logprobs):
             raise EngineResponseError(
                 "protocol",
                 f"{len(self.output_ids)} sampled ids but {len(self.output_logprobs)} logprobs",
+            )
+        if self.top_logprobs and len(self.top_logprobs) != len(self.output_ids):
+            raise EngineResponseError(
+                "protocol", f"{len(self.output_ids)} sampled ids but {len(self.top_logprobs)} top-logprob entries"
             )
 
 
@@ -147,6 +159,8 @@ class GenerationChunk:
     """Known at the latest on the last chunk."""
     cached_tokens: int | None = None
     weight_version: str | None = None
+    top_logprobs: tuple[TopLogprobs, ...] = ()
+    """One entry per id of `ids` when asked for (see `Generation.top_logprobs`)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,8 @@ class EngineInfo:
     model: str
     max_context: int | None
     logprob_semantics: LogprobSemantics
+    max_top_logprobs: int = 0
+    """The most `SamplingParams.top_logprobs` it can return per position (0: none)."""
 
 
 @runtime_checkable
@@ -200,6 +216,7 @@ class StreamCollector:
         self.started = started
         self.ids = token_ids()
         self.logprobs = logprob_values()
+        self.top_logprobs: list[TopLogprobs] = []
         self.finish: Finish | None = None
         self.prompt_tokens = 0
         self.cached_tokens = 0
@@ -211,6 +228,7 @@ class StreamCollector:
             self.first_token = time.monotonic() - self.started
         self.ids.extend(chunk.ids)
         self.logprobs.extend(chunk.logprobs)
+        self.top_logprobs.extend(chunk.top_logprobs)
         if chunk.prompt_tokens is not None:
             self.prompt_tokens = chunk.prompt_tokens
         if chunk.cached_tokens is not None:
@@ -232,6 +250,7 @@ class StreamCollector:
             cached_tokens=self.cached_tokens,
             weight_versions=tuple(self.versions),
             timings=Timings(total=time.monotonic() - self.started, first_token=self.first_token),
+            top_logprobs=tuple(self.top_logprobs),
         )
 
 

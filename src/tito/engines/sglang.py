@@ -8,8 +8,10 @@ session on one worker and its radix cache). Reply: `output_ids` (the matched sto
 "abort", ...}`, `prompt_tokens`, `cached_tokens`, `weight_version`. Streaming is SSE, cumulative by default
 (`--incremental-streaming-output` sends deltas); both are read. Run SGLang with that flag for long replies: a
 cumulative stream resends every id and logprob so far in each event, O(n^2) bytes over a reply.
-Logprobs are log softmax(logits / T): after temperature. Abort: `POST /abort_request {"rid"}`; SGLang aborts
-every rid that *starts with* it and ends the request with finish `abort` and the ids so far.
+Logprobs are log softmax(logits / T): after temperature. `top_logprobs_num: k` (when the turn asks for top logprobs)
+adds `meta_info.output_top_logprobs`, per sampled position a list of `[logprob, id, text|null]`.
+Abort: `POST /abort_request {"rid"}`; SGLang aborts every rid that *starts with* it and ends the request with finish
+`abort` and the ids so far.
 
 Imports nothing from tito but engines.protocol, engines.http and errors.
 """
@@ -31,6 +33,7 @@ from tito.engines.protocol import (
     LogprobSemantics,
     SamplingParams,
     Timings,
+    TopLogprobs,
     logprob_values,
     token_ids,
 )
@@ -38,6 +41,8 @@ from tito.errors import EngineRequestError, EngineResponseError
 
 ENGINE = "sglang"
 ROUTING_HEADER = "X-SMG-Routing-Key"
+MAX_TOP_LOGPROBS = 20
+"""The most top logprobs tito asks SGLang for per position (OpenAI's own bound)."""
 
 
 class SGLangEngine:
@@ -45,7 +50,7 @@ class SGLangEngine:
 
     def __init__(self, url: str, *, timeout: float = 600.0, model: str = "", max_context: int | None = None) -> None:
         self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
-        self._info = EngineInfo(ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE)
+        self._info = EngineInfo(ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE, MAX_TOP_LOGPROBS)
 
     @property
     def info(self) -> EngineInfo:
@@ -65,6 +70,7 @@ class SGLangEngine:
             cached_tokens=chunk.cached_tokens or 0,
             weight_versions=(chunk.weight_version,) if chunk.weight_version else (),
             timings=Timings(total=time.monotonic() - started),
+            top_logprobs=chunk.top_logprobs,
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
@@ -90,7 +96,9 @@ class SGLangEngine:
         if not self._info.model:
             model_info = self._http.decode("/get_model_info", (await self._http.get("/get_model_info")).content)
             model = require(ENGINE, model_info, "model_path", "/get_model_info")
-            self._info = EngineInfo(ENGINE, str(model), self._info.max_context, self._info.logprob_semantics)
+            self._info = EngineInfo(
+                ENGINE, str(model), self._info.max_context, self._info.logprob_semantics, MAX_TOP_LOGPROBS
+            )
 
     async def abort(self, request_id: str) -> None:
         """Abort by rid (SGLang matches rids by prefix: an id that prefixes others aborts those too)."""
@@ -106,7 +114,7 @@ def generate_body(request: GenerateRequest, *, stream: bool) -> JsonObject:
         "sampling_params": sampling_params(request.sampling),
         "return_logprob": True,
         "logprob_start_len": -1,
-        "top_logprobs_num": 0,
+        "top_logprobs_num": request.sampling.top_logprobs,
         "return_text_in_logprobs": False,
         "rid": request.request_id,
         "stream": stream,
@@ -176,7 +184,22 @@ def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
         prompt_tokens=meta.get("prompt_tokens"),
         cached_tokens=meta.get("cached_tokens"),
         weight_version=str(weight_version) if weight_version is not None else None,
+        top_logprobs=_top_logprobs(meta, new) if "output_top_logprobs" in meta else (),
     )
+
+
+def _top_logprobs(meta: JsonObject, new: int) -> tuple[TopLogprobs, ...]:
+    """The last `new` positions of `output_top_logprobs` (cumulative or delta, like the sampled ones)."""
+    positions = meta["output_top_logprobs"]
+    if not isinstance(positions, list) or len(positions) < new:
+        raise EngineResponseError(ENGINE, f"{new} new output ids but output_top_logprobs is {positions!r:.100}")
+    try:
+        return tuple(
+            tuple((int(entry[1]), float(entry[0])) for entry in position or ())
+            for position in positions[len(positions) - new :]
+        )
+    except (TypeError, IndexError, ValueError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed output_top_logprobs: {exc}") from exc
 
 
 def parse_finish_reason(reason: Any) -> Finish | None:

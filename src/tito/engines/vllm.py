@@ -6,7 +6,10 @@ token's logprob only, in `choices[0].logprobs.token_logprobs`), `stop_token_ids`
 `finish_reason` is a string and `stop_reason` the matched id or string. Streaming chunks carry deltas, then a
 `usage` chunk (`stream_options.include_usage`). `/inference/v1/generate` (`--enable-scale-out`) gives integer-id
 logprobs and `weight_versions` spans; it is used for the non-streaming call when `endpoint="generate"`.
-vLLM's logprobs are taken before temperature (its default `--logprobs-mode raw_logprobs`).
+vLLM's logprobs are taken before temperature (its default `--logprobs-mode raw_logprobs`). Top logprobs: `logprobs: k`
+gives the sampled token plus the k most likely at each position (`--max-logprobs`, default 20, bounds k); with
+`return_tokens_as_token_ids: true` their keys are `"token_id:N"` (token strings would collide), and the generate
+endpoint lists `{"token_id", "logprob", "rank"}` entries.
 Abort: the completions API has none, but vLLM aborts a request whose client disconnects, so `abort` drops the
 connection and the call ends with finish ABORT (a stream keeps the ids received so far); the generate endpoint
 has `POST /inference/v1/abort_requests`.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, Literal, TypeVar
 
 from tito.engines.http import HttpEngineClient, JsonObject, require
@@ -32,6 +35,7 @@ from tito.engines.protocol import (
     LogprobSemantics,
     SamplingParams,
     Timings,
+    TopLogprobs,
     logprob_values,
     token_ids,
 )
@@ -42,6 +46,9 @@ COMPLETIONS = "/v1/completions"
 GENERATE = "/inference/v1/generate"
 GENERATE_ID_PREFIX = "generate-tokens-"
 """vLLM prefixes the request id of `/inference/v1/generate`; its abort endpoint wants the prefixed id."""
+
+MAX_TOP_LOGPROBS = 20
+"""vLLM's default `--max-logprobs`."""
 
 Endpoint = Literal["completions", "generate"]
 T = TypeVar("T")
@@ -73,7 +80,9 @@ class VLLMEngine:
 
     @property
     def info(self) -> EngineInfo:
-        return EngineInfo(ENGINE, self._model or "", self._max_context, LogprobSemantics.BEFORE_TEMPERATURE)
+        return EngineInfo(
+            ENGINE, self._model or "", self._max_context, LogprobSemantics.BEFORE_TEMPERATURE, MAX_TOP_LOGPROBS
+        )
 
     async def generate(self, request: GenerateRequest) -> Generation:
         started = time.monotonic()
@@ -90,12 +99,15 @@ class VLLMEngine:
         finally:
             self._aborts.pop(request.request_id, None)
         choice = only_choice(reply)
+        top = request.sampling.top_logprobs
         if self._endpoint == "generate":
             ids, logprobs = _generate_logprobs(choice)
             versions = tuple(str(span.get("version")) for span in choice.get("weight_versions") or [])
+            tops = _generate_top_logprobs(choice, top) if top else ()
         else:
             ids, logprobs = completion_arrays(choice)
             versions = ()
+            tops = completion_top_logprobs(choice, top) if top else ()
         finish = parse_finish(choice.get("finish_reason"), choice.get("stop_reason"))
         if finish is None:
             raise EngineResponseError(ENGINE, f"{path}: a non-streaming reply without finish_reason")
@@ -108,6 +120,7 @@ class VLLMEngine:
             cached_tokens=cached_tokens,
             weight_versions=versions,
             timings=Timings(total=time.monotonic() - started),
+            top_logprobs=tops,
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
@@ -128,8 +141,10 @@ class VLLMEngine:
                 if choices and finish is None:
                     ids, logprobs = completion_arrays(choices[0])
                     finish = parse_finish(choices[0].get("finish_reason"), choices[0].get("stop_reason"))
+                    top = request.sampling.top_logprobs
                     if ids or finish is None:
-                        yield GenerationChunk(ids, logprobs)
+                        tops = completion_top_logprobs(choices[0], top) if top and ids else ()
+                        yield GenerationChunk(ids, logprobs, top_logprobs=tops)
                 if event.get("usage") and finish is not None:
                     prompt_tokens, cached_tokens = _usage(event["usage"], len(request.prompt_ids))
                     yield GenerationChunk(token_ids(), logprob_values(), finish, prompt_tokens, cached_tokens)
@@ -195,12 +210,14 @@ def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> J
         "model": model,
         "prompt": list(request.prompt_ids),
         "max_tokens": request.sampling.max_new_tokens,
-        "logprobs": 0,
+        "logprobs": request.sampling.top_logprobs,
         "return_token_ids": True,
         "stream": stream,
         "request_id": request.request_id,
         **sampling_fields(request.sampling),
     }
+    if request.sampling.top_logprobs:
+        body["return_tokens_as_token_ids"] = True
     if stream:
         body["stream_options"] = {"include_usage": True}
     return body
@@ -212,7 +229,7 @@ def generate_body(request: GenerateRequest, model: str) -> JsonObject:
         "token_ids": list(request.prompt_ids),
         "sampling_params": {
             "max_tokens": request.sampling.max_new_tokens,
-            "logprobs": 0,
+            "logprobs": request.sampling.top_logprobs,
             **sampling_fields(request.sampling),
         },
         "output_mode": "tokens",
@@ -268,6 +285,32 @@ def completion_arrays(choice: JsonObject) -> tuple[Any, Any]:
     logprobs = require(ENGINE, choice, "logprobs", "choices[0]")
     values = require(ENGINE, logprobs, "token_logprobs", "choices[0].logprobs")
     return _arrays(ids, values)
+
+
+def completion_top_logprobs(choice: JsonObject, count: int) -> tuple[TopLogprobs, ...]:
+    """The `count` most likely ids per position from `choices[0].logprobs.top_logprobs` (keys `"token_id:N"`)."""
+    logprobs = require(ENGINE, choice, "logprobs", "choices[0]")
+    positions = require(ENGINE, logprobs, "top_logprobs", "choices[0].logprobs")
+    try:
+        return tuple(_best(((int(key.removeprefix("token_id:")), value) for key, value in position.items()), count)
+                     for position in positions)  # fmt: skip
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.top_logprobs: {exc!r}") from exc
+
+
+def _generate_top_logprobs(choice: JsonObject, count: int) -> tuple[TopLogprobs, ...]:
+    content = require(ENGINE, require(ENGINE, choice, "logprobs", "choices[0]"), "content", "choices[0].logprobs")
+    try:
+        return tuple(_best(((entry["token_id"], entry["logprob"]) for entry in position["top_logprobs"]), count)
+                     for position in content)  # fmt: skip
+    except (TypeError, KeyError) as exc:
+        raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content top_logprobs: {exc!r}") from exc
+
+
+def _best(pairs: Iterable[tuple[Any, Any]], count: int) -> TopLogprobs:
+    """The `count` most likely (id, logprob) pairs, best first (vLLM adds the sampled id to its top k)."""
+    unique = {int(token): float(logprob) for token, logprob in pairs}
+    return tuple(sorted(unique.items(), key=lambda pair: -pair[1])[:count])
 
 
 def _generate_logprobs(choice: JsonObject) -> tuple[Any, Any]:

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
 from tito.server.aborting import TurnWatch
+from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     build_turn,
     fingerprint,
@@ -33,8 +34,10 @@ from tito.server.completions import (
     prepare_turn,
     reply_body,
 )
+from tito.server.discovery import add_discovery_routes
 from tito.server.errors import BadRequestError, BodyTooLargeError, UnauthorizedError, error_body, validation_error
 from tito.server.journaling import open_server_journal
+from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
@@ -99,6 +102,7 @@ def create_app(state: ServerState) -> FastAPI:
     registry = state.registry
     metrics = state.metrics
     owner = SharedJournalOwner(state) if options.journal and options.journal_shared else None
+    tokenizer = state.tokenizers.tokenizer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -124,7 +128,8 @@ def create_app(state: ServerState) -> FastAPI:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
-    app.add_middleware(InspectorPageMiddleware)  # outermost: the page's static shell (no data) needs no key
+    app.add_middleware(InspectorPageMiddleware)  # outside the key check: the page's static shell (no data) needs no key
+    app.add_middleware(AccessLogMiddleware)  # outermost: every request is logged, refused ones too
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
@@ -166,10 +171,7 @@ def create_app(state: ServerState) -> FastAPI:
         metrics.live_sessions.set(len(registry))
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/models")
-    async def models() -> Response:
-        model = {"id": state.model_name, "object": "model", "created": 0, "owned_by": "tito"}
-        return json_response({"object": "list", "data": [model]})
+    add_discovery_routes(app, state)  # /v1/models (also per session), hints for session-less paths and GET /samples
 
     @app.post("/sessions")
     async def create_session(request: Request) -> Response:
@@ -214,14 +216,18 @@ def create_app(state: ServerState) -> FastAPI:
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
-            return json_response(reply_body(prepared, state.model_name))
+            stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
+            return json_response(reply_body(prepared, state.model_name, stored))
         engine_started = time.monotonic()
         async with TurnWatch(state.engine, prepared.request_id, session, request.receive):
             generation = await generate(state, prepared)
         engine_seconds = time.monotonic() - engine_started
         turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
         committed = await registry.commit(session, prepared.plan, turn)
-        reply = json_response(reply_body(committed or turn, state.model_name))
+        final = committed or turn
+        tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
+        logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
+        reply = json_response(reply_body(final, state.model_name, logprobs))
         metrics.observe_turn(
             len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
         )

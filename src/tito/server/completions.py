@@ -24,6 +24,7 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
 from tito.server.errors import BadRequestError, validation_error
+from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.sessions import Session
 from tito.server.state import ServerState
@@ -130,6 +131,7 @@ def sampling_params(
         presence_penalty=request.presence_penalty or 0.0,
         frequency_penalty=request.frequency_penalty or 0.0,
         repetition_penalty=1.0 if request.repetition_penalty is None else request.repetition_penalty,
+        top_logprobs=requested_top_logprobs(request, state.engine.info),
     )
 
 
@@ -221,8 +223,9 @@ def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def reply_body(turn: TurnCommitted, model: str) -> dict[str, Any]:
-    """The OpenAI chat.completion object of a committed turn (also what an SDK retry gets back)."""
+def reply_body(turn: TurnCommitted, model: str, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The OpenAI chat.completion object of a committed turn (also what an SDK retry gets back); `logprobs` is
+    its `choices[0].logprobs` when the request asked for them (server.logprobs)."""
     prompt_tokens = int(turn.metadata.get("prompt_tokens", 0))
     completion_tokens = len(turn.output_ids)
     return {
@@ -230,7 +233,7 @@ def reply_body(turn: TurnCommitted, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(turn.at),
         "model": model,
-        "choices": [{"index": 0, "message": turn.assistant, "finish_reason": turn.finish_reason, "logprobs": None}],
+        "choices": [{"index": 0, "message": turn.assistant, "finish_reason": turn.finish_reason, "logprobs": logprobs}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,

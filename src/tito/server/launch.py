@@ -64,8 +64,10 @@ def build_state(
     model_dir: Path | None = None,
     tokenizer: str | None = None,
     instant_token_delay: float = 0.0,
+    threads: int | None = None,
 ) -> ServerState:
-    """The state `tito serve` runs: its tokenizer, engine and empty session registry."""
+    """The state `tito serve` runs: its tokenizer, engine and empty session registry (`threads`: the local
+    engine's CPU threads)."""
     loaded = load_server_tokenizer(options.family, tokenizer, engine, model_dir)
     script: ReplyScript | None = None
     if engine == "instant":
@@ -73,6 +75,6 @@ def build_state(
         script = lambda request: reply  # noqa: E731
     built = create_engine(
         engine, url=engine_url, model_dir=model_dir, timeout=options.engine_timeout, instant_script=script,
-        instant_token_delay=instant_token_delay,
+        instant_token_delay=instant_token_delay, threads=threads,
     )  # fmt: skip
     return ServerState(loaded, built, options)

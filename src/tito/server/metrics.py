@@ -3,12 +3,14 @@
 Every series carries a `process` label (`tito serve --process-name`, default `HOST:PORT`), so the metrics of several
 tito processes behind one router stay apart when they are summed or scraped through the router.
 
-Imports nothing from tito.
+Imports from tito: server.access_log (a turn's facts go to the access log too).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from tito.server.access_log import note_turn
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -53,7 +55,9 @@ class ServerMetrics:
     def observe_turn(
         self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, total_seconds: float
     ) -> None:
-        """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added."""
+        """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added; also noted
+        for the request's access-log line."""
+        note_turn(prompt_tokens, completion_tokens, engine_seconds)
         self.turns.inc()
         self.tokens_in.inc(prompt_tokens)
         self.tokens_out.inc(completion_tokens)

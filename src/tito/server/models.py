@@ -39,6 +39,8 @@ class ChatCompletionRequest(BaseModel):
     n: int | None = Field(default=None, ge=1)
     stream: bool | None = None
     stream_options: StreamOptions | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     return_token_ids: bool = False
     """tito's extension (the SDK's `extra_body`): each streamed chunk carries the ids it covers and their logprobs."""
     chat_template_kwargs: dict[str, Any] | None = None

@@ -1,4 +1,5 @@
-"""Run the app with uvicorn in a background thread on 127.0.0.1 (tests, the demo): started, then stopped.
+"""Run the app with uvicorn: in a background thread on 127.0.0.1 (tests, the demo), or on a socket bound first
+(`tito serve`).
 
 Imports nothing from tito.
 """
@@ -6,6 +7,7 @@ Imports nothing from tito.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -32,3 +34,23 @@ def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeou
     finally:
         server.should_exit = True
         thread.join(timeout)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port and listening (port 0: a free one); raises OSError when the address is taken.
+
+    `tito serve` binds before it announces the base URL, so the URL names the real port and never precedes a
+    bind error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=2048)
+
+
+def bound_port(sock: socket.socket) -> int:
+    return int(sock.getsockname()[1])
+
+
+def serve_on_socket(app: FastAPI, sock: socket.socket, log_level: str = "warning") -> None:
+    """Serve `app` on the listening `sock` until interrupted (Ctrl-C, SIGTERM); uvicorn's own access log stays off
+    (tito writes its own, `tito.server.access_log`)."""
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])

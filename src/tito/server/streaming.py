@@ -19,7 +19,7 @@ data is OpenAI's `{"error": {"type", "message"}}` (the SDK raises it) and commit
 disconnects gets its engine request aborted (server.aborting) and commits nothing.
 
 Imports from tito: engines.protocol, errors, parsing.incremental, server.aborting, server.completions, server.errors,
-server.models, server.state, trajectory.events.
+server.logprobs, server.models, server.state, trajectory.events.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from tito.parsing.incremental import Delta
 from tito.server.aborting import TurnWatch
 from tito.server.completions import PreparedTurn, build_turn, engine_request, reply_body
 from tito.server.errors import ClientDisconnectedError, SessionGoneError, error_body
+from tito.server.logprobs import choice_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.state import ServerState
 from tito.trajectory.events import TurnCommitted
@@ -81,11 +82,18 @@ class ChunkEncoder:
         self._choice = self._head + b',"choices":[{"index":0,"logprobs":null,"delta":'
 
     def chunk(
-        self, delta: dict[str, Any], finish_reason: str | None = None, tito: dict[str, Any] | None = None
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
+        tito: dict[str, Any] | None = None,
+        logprobs: dict[str, Any] | None = None,
     ) -> bytes:
         end = b',"finish_reason":' + orjson.dumps(finish_reason) + b"}]"
         if tito is not None:
             end += b',"tito":' + orjson.dumps(tito)
+        if logprobs is not None:
+            choice = self._head + b',"choices":[{"index":0,"logprobs":' + orjson.dumps(logprobs) + b',"delta":'
+            return choice + orjson.dumps(delta) + end + b"}\n\n"
         return self._choice + orjson.dumps(delta) + end + b"}\n\n"
 
     def usage(self, usage: dict[str, Any]) -> bytes:
@@ -128,7 +136,8 @@ def streamed_reply(
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
     if isinstance(prepared, TurnCommitted):
-        return SseResponse(replay_committed(prepared, state.model_name, _include_usage(chat)))
+        stored = choice_logprobs(chat, state.tokenizers.tokenizer, prepared.output_ids, prepared.output_logprobs)
+        return SseResponse(replay_committed(prepared, state.model_name, _include_usage(chat), stored))
     return SseResponse(stream_turn(state, prepared, receive))
 
 
@@ -138,6 +147,7 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
     request = prepared.request
     encoder = ChunkEncoder(state.model_name)
     with_ids = bool(request.return_token_ids)
+    tokenizer = prepared.tito_tokenizer.tokenizer
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
     collector = StreamCollector(time.monotonic())
@@ -150,11 +160,12 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
                     async for chunk in chunks:
                         collector.add(chunk)
                         deltas = parser.feed(chunk.ids)
+                        logprobs = choice_logprobs(request, tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
                         if with_ids and chunk.ids:
                             ids = {"token_ids": chunk.ids.tolist(), "logprobs": chunk.logprobs.tolist()}
-                            yield encoder.chunk(delta_object(deltas), tito=ids)
-                        elif deltas:
-                            yield encoder.chunk(delta_object(deltas))
+                            yield encoder.chunk(delta_object(deltas), tito=ids, logprobs=logprobs)
+                        elif deltas or (logprobs is not None and chunk.ids):
+                            yield encoder.chunk(delta_object(deltas), logprobs=logprobs)
             except TitoError:
                 raise
             except Exception as exc:
@@ -190,10 +201,13 @@ async def stream_turn(state: ServerState, prepared: PreparedTurn, receive: Recei
         yield event
 
 
-async def replay_committed(turn: TurnCommitted, model: str, include_usage: bool) -> AsyncGenerator[bytes, None]:
-    """An SDK retry of a streamed turn that already committed: the committed message, streamed again."""
+async def replay_committed(
+    turn: TurnCommitted, model: str, include_usage: bool, logprobs: dict[str, Any] | None = None
+) -> AsyncGenerator[bytes, None]:
+    """An SDK retry of a streamed turn that already committed: the committed message (and its stored logprobs when
+    asked), streamed again."""
     encoder = ChunkEncoder(model, turn.response_id, int(turn.at))
-    yield encoder.chunk({"role": "assistant", "content": ""})
+    yield encoder.chunk({"role": "assistant", "content": ""}, logprobs=logprobs)
     message = turn.assistant
     delta = {key: message[key] for key in ("reasoning_content", "content") if message.get(key)}
     if message.get("tool_calls"):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.engines.local.helpers import forward_logprobs, make_request
 from tito.engines.local import LocalEngine
-from tito.engines.protocol import Finish, FinishKind, Generation, GenerationChunk
+from tito.engines.protocol import Finish, FinishKind, Generation, GenerationChunk, collect_stream
 from tito.errors import EngineRequestError, EngineUnavailableError
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -34,6 +34,22 @@ def test_sampled_logprobs_are_after_temperature(tiny_engine: LocalEngine, tiny_m
     generation = generate(tiny_engine, PROMPT, max_new_tokens=5, temperature=0.7, seed=3)
     expected = forward_logprobs(tiny_model_dir, PROMPT, generation.output_ids, temperature=0.7)
     assert generation.output_logprobs.tolist() == pytest.approx(expected, abs=1e-4)
+
+
+def test_greedy_top_logprobs_lead_with_the_sampled_id_streamed_or_whole(tiny_engine: LocalEngine) -> None:
+    generation = generate(tiny_engine, PROMPT, max_new_tokens=4, top_logprobs=3)
+    assert len(generation.top_logprobs) == 4 and all(len(top) == 3 for top in generation.top_logprobs)
+    for token, logprob, top in zip(
+        generation.output_ids, generation.output_logprobs, generation.top_logprobs, strict=True
+    ):
+        assert top[0][0] == token and top[0][1] == pytest.approx(logprob, abs=1e-6)
+        assert [value for _, value in top] == sorted((value for _, value in top), reverse=True)
+    streamed = asyncio.run(
+        collect_stream(tiny_engine.stream(make_request(PROMPT, top_logprobs=3, max_new_tokens=4)), 0.0)
+    )
+    assert [[token for token, _ in top] for top in streamed.top_logprobs] == [
+        [token for token, _ in top] for top in generation.top_logprobs
+    ]
 
 
 def test_a_seed_gives_the_same_ids_alone_and_among_concurrent_requests(tiny_engine: LocalEngine) -> None:
@@ -153,3 +169,17 @@ def test_stop_strings_without_a_tokenizer_are_refused(tiny_model_dir: Path) -> N
 def test_importing_tito_does_not_import_torch() -> None:
     code = "import tito, tito.engines, tito.engines.factory, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_engine_factory_passes_threads_to_torch(tiny_model_dir: Path) -> None:
+    import torch
+
+    from tito.engines.factory import create_engine
+
+    before = torch.get_num_threads()
+    engine = create_engine("local", model_dir=tiny_model_dir, threads=before + 1)
+    try:
+        assert torch.get_num_threads() == before + 1
+    finally:
+        asyncio.run(engine.aclose())
+        torch.set_num_threads(before)

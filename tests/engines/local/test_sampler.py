@@ -26,14 +26,23 @@ def draws(count: int, **params: object) -> Counter[int]:
 
 
 def test_greedy_takes_the_argmax_with_its_untempered_logprob() -> None:
-    token, logprob = sampler(temperature=0.0).sample(LOGITS)
+    token, logprob, _ = sampler(temperature=0.0).sample(LOGITS)
     assert token == 0
     assert logprob == pytest.approx(float(torch.log_softmax(LOGITS, -1)[0]))
 
 
 def test_the_logprob_is_after_temperature() -> None:
-    token, logprob = sampler(temperature=0.5, seed=1).sample(LOGITS)
+    token, logprob, _ = sampler(temperature=0.5, seed=1).sample(LOGITS)
     assert logprob == pytest.approx(float(torch.log_softmax(LOGITS / 0.5, -1)[token]))
+
+
+def test_top_logprobs_are_the_most_likely_ids_of_the_same_tempered_logprobs_the_sampled_one_has() -> None:
+    token, logprob, top = sampler(temperature=0.5, seed=1, top_logprobs=3).sample(LOGITS)
+    tempered = torch.log_softmax(LOGITS / 0.5, -1)
+    assert [token_id for token_id, _ in top] == [0, 1, 2]
+    assert [value for _, value in top] == pytest.approx(tempered[:3].tolist())
+    assert dict(top).get(token, logprob) == pytest.approx(logprob)
+    assert sampler(temperature=0.5).sample(LOGITS)[2] == ()  # not asked: none computed
 
 
 def test_a_seed_repeats_its_ids_and_another_seed_differs() -> None:
@@ -80,7 +89,7 @@ def test_presence_and_frequency_penalties_count_sampled_ids() -> None:
 def test_the_logprob_includes_the_penalties() -> None:
     one = sampler(temperature=0.0, presence_penalty=1.5)
     one.sample(LOGITS)
-    token, logprob = one.sample(LOGITS)
+    token, logprob, _ = one.sample(LOGITS)
     penalized = LOGITS - torch.tensor([1.5, 0, 0, 0, 0])
     assert logprob == pytest.approx(float(torch.log_softmax(penalized, -1)[token]))
     assert not math.isinf(logprob)

@@ -38,6 +38,7 @@ from tito.engines.protocol import (
     Generation,
     GenerationChunk,
     LogprobSemantics,
+    TopLogprobs,
     collect_stream,
     logprob_values,
     token_ids,
@@ -95,7 +96,9 @@ class LocalEngine:
         self._device = next(model.parameters()).device
         self._vocab_size = int(model.config.vocab_size)
         max_context = getattr(model.config, "max_position_embeddings", None)
-        self._info = EngineInfo("local", model_name, max_context, LogprobSemantics.AFTER_TEMPERATURE)
+        self._info = EngineInfo(
+            "local", model_name, max_context, LogprobSemantics.AFTER_TEMPERATURE, max_top_logprobs=20
+        )
         self._decode = decode
         self._prefix_cache = PrefixCache(prefix_cache_bytes)
         self.stats = EngineStats()
@@ -243,17 +246,20 @@ class LocalEngine:
             logits = self._prefill(job)
         else:
             logits = self._decode_step(job)
-        token, logprob = job.sampler.sample(logits)
+        token, logprob, top = job.sampler.sample(logits)
         job.output_ids.append(token)
         job.pending_id = token
         finish = self._finish_after(job, token)
         first = len(job.output_ids) == 1
         if finish is not None:
-            self._finish(job, finish, token_ids([token]), logprob_values([logprob]))
+            self._finish(job, finish, token_ids([token]), logprob_values([logprob]), (top,) if top else ())
             return True
         prompt_tokens = len(job.request.prompt_ids) if first else None
         cached = job.cached_tokens if first else None
-        job.deliver(GenerationChunk(token_ids([token]), logprob_values([logprob]), None, prompt_tokens, cached))
+        tops = (top,) if top else ()
+        job.deliver(
+            GenerationChunk(token_ids([token]), logprob_values([logprob]), None, prompt_tokens, cached, None, tops)
+        )
         return False
 
     def _prefill(self, job: _Job) -> torch.Tensor:
@@ -306,7 +312,12 @@ class LocalEngine:
         return None
 
     def _finish(
-        self, job: _Job, finish: Finish, ids: array[int] | None = None, logprobs: array[float] | None = None
+        self,
+        job: _Job,
+        finish: Finish,
+        ids: array[int] | None = None,
+        logprobs: array[float] | None = None,
+        top_logprobs: tuple[TopLogprobs, ...] = (),
     ) -> None:
         request = job.request
         self._jobs.pop(request.request_id, None)
@@ -319,6 +330,7 @@ class LocalEngine:
                 finish,
                 len(request.prompt_ids),
                 job.cached_tokens,
+                top_logprobs=top_logprobs,
             )
         )
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tito.engines.protocol import SamplingParams
+from tito.engines.protocol import SamplingParams, TopLogprobs
 from tito.errors import EngineRequestError
 
 
@@ -52,13 +52,15 @@ class Sampler:
         if params.presence_penalty or params.frequency_penalty:
             self._counts = torch.zeros(vocab_size, dtype=torch.float32, device=device)
 
-    def sample(self, logits: torch.Tensor) -> tuple[int, float]:
-        """The sampled id and its logprob, from one row of logits (vocab,)."""
+    def sample(self, logits: torch.Tensor) -> tuple[int, float, TopLogprobs]:
+        """The sampled id, its logprob and (when `top_logprobs` asks) the most likely ids with theirs, from one row
+        of logits (vocab,); the top ones are read from the same logprobs as the sampled one."""
         logits = self._penalize(logits.float())
         params = self._params
         if params.temperature == 0:
+            logprobs = torch.log_softmax(logits, dim=-1)
             token = int(torch.argmax(logits))
-            logprob = float(torch.log_softmax(logits, dim=-1)[token])
+            logprob = float(logprobs[token])
         else:
             logprobs = torch.log_softmax(logits / params.temperature, dim=-1)
             candidates = self._filter(logprobs)
@@ -67,7 +69,13 @@ class Sampler:
             token = int(torch.argmax(candidates - torch.log(-torch.log(uniform))))
             logprob = float(logprobs[token])
         self._record(token)
-        return token, logprob
+        return token, logprob, self._top(logprobs)
+
+    def _top(self, logprobs: torch.Tensor) -> TopLogprobs:
+        if not self._params.top_logprobs:
+            return ()
+        values, ids = torch.topk(logprobs, min(self._params.top_logprobs, logprobs.numel()))
+        return tuple(zip(ids.tolist(), values.tolist(), strict=True))
 
     def _penalize(self, logits: torch.Tensor) -> torch.Tensor:
         params = self._params
