@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +24,18 @@ from tito.server.router_config import nginx_config
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (held open together while chosen, so none repeats)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 class TitoProcess:
@@ -80,12 +93,15 @@ class Nginx:
         *,
         engine_addresses: Sequence[str] = (),
         workers: int = 1,
+        ports: tuple[int, int] | None = None,
     ) -> None:
+        """`ports`: its own (tito) and engine listening ports, else free ones found now."""
         if NGINX is None:
             raise RuntimeError("nginx is not installed (apt-get install nginx)")
         directory.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.engine_port = free_port() if engine_addresses else None
+        own, engine = ports or free_ports(2)
+        self.port = own
+        self.engine_port = engine if engine_addresses else None
         config = nginx_config(
             tito_addresses,
             f"127.0.0.1:{self.port}",
