@@ -72,6 +72,14 @@ def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytes
     assert (options.sample_picker, options.sample_postprocessor) == (picker, None)
 
 
+def test_the_matcher_option_is_each_sessions_default_and_harness_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[Any] = []
+    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
+    assert main(["serve", "--engine", "instant", "--family", "qwen3"]) == 0
+    assert main(["serve", "--engine", "instant", "--family", "qwen3", "--matcher", "strict"]) == 0
+    assert [app.state.tito.options.matcher for app in served] == ["harness", "strict"]
+
+
 def test_a_sample_hook_that_cannot_load_stops_tito_serve_before_it_serves(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -251,6 +251,7 @@ def _serve(args: argparse.Namespace) -> int:
         engine_timeout=args.engine_timeout,
         trajectory=TrajectoryKind(args.trajectory),
         strict_append_only=args.strict_append_only,
+        matcher=args.matcher,
         max_nodes=args.max_nodes,
         sample_picker=args.sample_picker,
         sample_postprocessor=args.sample_postprocessor,
@@ -327,6 +328,11 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
                        help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
                        "'tree' (every generation kept, divergence branches) [Default: linear]")  # fmt: skip
+    serve.add_argument("--matcher", choices=["strict", "harness"], default="harness",
+                       help="how a resent conversation must match the stored one: 'harness' (also accepts what agent "
+                       "frameworks drop or reformat: reasoning_content, re-serialised arguments, \"\" vs null "
+                       "content, re-generated tool-call ids; docs/frameworks.md) or 'strict' "
+                       "[Default: harness]")  # fmt: skip
     serve.add_argument("--strict-append-only", action="store_true",
                        help="tree sessions: refuse any branch (400 showing where the request diverged)")  # fmt: skip
     serve.add_argument("--max-nodes", type=int, metavar="N",

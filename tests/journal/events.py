@@ -27,6 +27,7 @@ def created(session_id: str, at: float = 1000.0, ttl_seconds: float | None = Non
         ttl_seconds=ttl_seconds,
         sample_picker="tito.trajectory.picking:drop_superseded_retries",
         sample_postprocessor="package.module:postprocess",
+        matcher="harness",
     )
     return SessionCreated(session_id=session_id, config=config, at=at)
 

@@ -154,3 +154,13 @@ def test_values_beyond_plain_json_keep_stdlib_json_results_and_errors() -> None:
     assert decoded.metadata == {"level": 2, "by_id": {"7": "seven"}, "huge": 2**70, "tuple": [1, 2.5]}
     with pytest.raises(JournalError, match="not JSON serializable"):
         encode_event(replace(turn("s", 1), metadata={"colour": Colour.RED}))
+
+
+def test_a_session_journaled_before_matching_policies_existed_replays_as_strict() -> None:
+    """Such a journal's sessions were matched strictly (the only matcher then); a restart must not loosen them."""
+    kind, payload = encode_event(created("s1"))
+    old = payload.replace(b',"matcher":"harness"', b"")
+    assert old != payload
+    decoded = decode_event(kind, old)
+    assert isinstance(decoded, SessionCreated) and decoded.config.matcher == "strict"
+    assert decode_event(kind, payload) == created("s1")

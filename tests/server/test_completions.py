@@ -316,12 +316,13 @@ def test_unknown_session_is_404_with_an_error_body(server: Server) -> None:
     assert response.json()["error"]["type"] == "SessionNotFoundError"
 
 
-def test_a_reserialised_tool_call_is_refused_and_the_sampled_turn_kept(
+def test_a_reserialised_tool_call_is_refused_by_a_strict_session_and_the_sampled_turn_kept(
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
+    """Under the default `harness` matcher the same resend attaches (tests/server/test_resends.py)."""
     call = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call><|im_end|>'
     server.engine.queue(qwen3_tokenizer.encode(call, add_special_tokens=False))
-    session_id = server.new_session()
+    session_id = server.new_session(matcher="strict")
     messages = converse(server, session_id, [[{"role": "user", "content": "call f"}]])
     echoed = json.loads(json.dumps(messages[1]))
     arguments = echoed["tool_calls"][0]["function"]["arguments"]

@@ -68,9 +68,10 @@ def test_a_one_step_retry_is_a_sibling_and_the_tree_shows_nodes_spans_leaves_and
     assert retry["sampled_span"][0] == len(tree_server.engine.requests[-1].prompt_ids)
     assert first["sampled_span"][1] - first["sampled_span"][0] == len(tree_server.engine.default_reply)
     assert tree["messages"][-2] == user("q2 again")
-    (sample,) = samples(tree_server, session_id)  # the superseded retry is dropped
-    assert [turn["node_id"] for turn in sample["metadata"]["turns"]] == [0, 2]
-    assert len(sample["tokens"]) == retry["sampled_span"][1]
+    original, reasked = samples(tree_server, session_id)  # another request ("q2 again"), not a retry: both kept
+    assert [turn["node_id"] for turn in original["metadata"]["turns"]] == [0, 1]
+    assert [turn["node_id"] for turn in reasked["metadata"]["turns"]] == [0, 2]
+    assert len(reasked["tokens"]) == retry["sampled_span"][1]
 
 
 def test_deep_divergence_branches_and_each_shared_node_is_trained_once(tree_server: Server) -> None:

@@ -58,7 +58,7 @@ def forest() -> TreeTrajectory:
     return t
 
 
-def test_the_default_picker_drops_only_superseded_retries_and_never_roots() -> None:
+def test_the_default_picker_drops_only_superseded_retries_and_keeps_another_opening() -> None:
     view = TreeView.of(forest().store)
     assert view.leaves == (1, 3, 4)
     assert drop_superseded_retries(view) == [3, 4]
@@ -70,6 +70,27 @@ def test_a_retry_that_was_retried_again_leaves_only_the_latest_try() -> None:
     for attempt in range(3):
         turn(t, [U1, assistant("a1"), tool("x")], f"try {attempt}")
     assert drop_superseded_retries(TreeView.of(t.store)) == [3]
+
+
+def test_a_leaf_is_superseded_only_by_a_later_answer_to_the_same_request() -> None:
+    """Same parent but other request messages (another tool result, a re-asked question): no retry, kept. A
+    generation is never dropped for being early or a branch (frameworks that resend differently lose nothing)."""
+    t = TreeTrajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
+    turn(t, [U1], "a1")
+    turn(t, [U1, assistant("a1"), tool("x")], "on x")  # node 1
+    turn(t, [U1, assistant("a1"), tool("y")], "on y")  # node 2: same parent, another request
+    turn(t, [U1, assistant("a1"), user("re-asked")], "re-asked")  # node 3
+    assert drop_superseded_retries(TreeView.of(t.store)) == [1, 2, 3]
+    turn(t, [U1, assistant("a1"), tool("x")], "on x again")  # node 4 answers node 1's request
+    assert drop_superseded_retries(TreeView.of(t.store)) == [2, 3, 4]
+
+
+def test_a_retried_opening_supersedes_the_root_it_repeats() -> None:
+    t = TreeTrajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
+    turn(t, [U1], "a1")
+    turn(t, [U1], "a1 again")
+    turn(t, [U1], "with tools", tools=[{"type": "function", "function": {"name": "f"}}])  # another request
+    assert drop_superseded_retries(TreeView.of(t.store)) == [1, 2]
 
 
 def test_a_single_root_leaf_is_kept() -> None:

@@ -243,27 +243,31 @@ def test_finding_the_attach_point_looks_siblings_up_instead_of_comparing_each() 
 
 
 def test_the_default_samples_are_the_linear_sample_of_a_retrying_compacting_agent() -> None:
-    """Parity: retries, an intermediate system message, a user follow-up and a client-written assistant; the
-    default picker keeps exactly the path a linear session ends on, bit for bit."""
+    """Parity: retries of the same request, an intermediate system message, a user follow-up and a client-written
+    assistant; the default picker keeps exactly the path a linear session ends on, bit for bit, plus the leaf that
+    answered another request (a different tool result is no retry: it is kept)."""
     t = tree()
     a1, a2, a3 = assistant("a1"), assistant("a2"), assistant("a3")
     turn(t, [U1], "a1")
     turn(t, [U1, a1, T1], "wrong")
-    turn(t, [U1, a1, T1], "a2")  # one-step retry (pure drop)
+    turn(t, [U1, a1, T1], "a2")  # one-step retry of the same request: supersedes "wrong"
     turn(t, [U1, a1, T1, a2, system("be brief")], "a3")
-    turn(t, [U1, a1, T1, a2, system("be brief"), a3, T1B], "wrong again")
-    turn(t, [U1, a1, T1, a2, system("be brief"), a3, T2], "a4")  # one-step retry (divergent tool result)
+    turn(t, [U1, a1, T1, a2, system("be brief"), a3, T1B], "other result")  # node 4
+    turn(t, [U1, a1, T1, a2, system("be brief"), a3, T2], "a4")  # another request: node 4 is not superseded
     history = [U1, a1, T1, a2, system("be brief"), a3, T2, assistant("a4")]
     turn(t, [*history, user("and now?"), assistant("summary"), user("continue")], "a5")
 
     linear = NodeStore()
     for node in t.store.path(t.store.next_node_id - 1):
         linear.add(node.turn)
-    [sequence] = t.sample_sequences()
+    other, sequence = t.sample_sequences()
+    assert other.spans[-1].node_id == 4
     expected = linear.path_sequence(t.store.next_node_id - 1)
     assert sequence.tokens.tobytes() == expected.tokens.tobytes()
-    assert sequence.loss_mask.tobytes() == expected.loss_mask.tobytes()
-    assert sequence.logprobs.tobytes() == expected.logprobs.tobytes()
+    shared = other.spans[-1].start  # the prefix both paths hold is trained in node 4's (earlier) sample only
+    assert (other.loss_mask[:shared] + sequence.loss_mask[shared:]).tobytes() == expected.loss_mask.tobytes()
+    assert (other.logprobs[:shared] + sequence.logprobs[shared:]).tobytes() == expected.logprobs.tobytes()
+    assert not any(sequence.loss_mask[:shared])
 
 
 def test_parallel_siblings_that_both_continued_are_both_sampled_and_shared_nodes_trained_once() -> None:

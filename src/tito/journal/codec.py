@@ -159,6 +159,7 @@ def _config_to_json(config: SessionConfig) -> dict[str, Any]:
         "ttl_seconds": config.ttl_seconds,
         "sample_picker": config.sample_picker,
         "sample_postprocessor": config.sample_postprocessor,
+        "matcher": config.matcher,
         "group_id": config.group_id,
     }
 
@@ -174,6 +175,7 @@ def _config_from_json(data: dict[str, Any]) -> SessionConfig:
         ttl_seconds=data["ttl_seconds"],
         sample_picker=data["sample_picker"],
         sample_postprocessor=data["sample_postprocessor"],
+        matcher=data.get("matcher", "strict"),  # absent in journals written before policies existed: strict then
         group_id=data.get("group_id"),  # absent in journals written before sessions had groups
     )
 

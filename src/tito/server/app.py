@@ -188,6 +188,7 @@ def create_app(state: ServerState) -> FastAPI:
             allowed_append_roles=roles,
             max_nodes=_at_most(asked.max_nodes, options.max_nodes),
             strict_append_only=options.strict_append_only if strict is None else strict,
+            matcher=asked.matcher or options.matcher,
             sample_picker=options.sample_picker,
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),

@@ -21,11 +21,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
-from tito.errors import EngineResponseError, EngineTimeoutError, TitoError
+from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
 from tito.server.errors import BadRequestError, validation_error
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
+from tito.server.resends import count_resend
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
@@ -83,14 +84,19 @@ async def prepare_turn(
     tito_tokenizer = state.tokenizers.get(
         session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
     )
-    plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
-    if plan.idempotent_reply is not None:
-        return plan.idempotent_reply
-    appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
-    if appended_chars > state.options.offload_chars:
-        prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
-    else:
-        prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+    try:
+        plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
+        if plan.idempotent_reply is not None:
+            return plan.idempotent_reply
+        appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
+        if appended_chars > state.options.offload_chars:
+            prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
+        else:
+            prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+    except AppendOnlyError:
+        count_resend(session.resends, state.metrics, None)
+        raise
+    count_resend(session.resends, state.metrics, plan)
     sampling = sampling_params(state, tito_tokenizer, request, len(prompt_ids))
     return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint)
 

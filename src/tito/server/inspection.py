@@ -46,6 +46,8 @@ class InspectedSession:
     """The family's tokenizer (text pieces, junction ids, parse statuses); None: ids only."""
     pieces: dict[int, str] = field(default_factory=dict)
     """Decoded text of each id seen so far (shared by a source's sessions of one tokenizer)."""
+    resends: Mapping[str, Any] | None = None
+    """How the session's resends matched (`server.resends.ResendCounts.as_json`); None: not counted (a journal)."""
 
 
 def session_row(session: InspectedSession) -> Json:
@@ -72,6 +74,8 @@ def session_detail(session: InspectedSession) -> Json:
     return {
         "session_id": session.session_id,
         "status": session.status,
+        "matcher": session.config.matcher,
+        **({} if session.resends is None else {"resends": dict(session.resends)}),
         **session.trajectory.describe(),
         "summary": session_row(session),
         "tree": _tree(session),

@@ -15,15 +15,15 @@ from tito.server.access_log import note_turn
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
-class _ByType:
-    """A counter labelled by process and error type, used as `errors.labels(type).inc()`."""
+class _ByLabel:
+    """A counter labelled by process and one more label, used as `errors.labels(value).inc()`."""
 
     def __init__(self, counter: Counter, process: str) -> None:
         self._counter = counter
         self._process = process
 
-    def labels(self, error_type: str) -> Counter:
-        return self._counter.labels(self._process, error_type)
+    def labels(self, value: str) -> Counter:
+        return self._counter.labels(self._process, value)
 
 
 class ServerMetrics:
@@ -38,8 +38,27 @@ class ServerMetrics:
         self.added_seconds = self.histogram(
             "tito_added_seconds", "Latency tito adds to a turn (request to reply, less the engine call)"
         )
+        self.resends = _ByLabel(
+            Counter(
+                "tito_resends",
+                "Requests resending a session's stored conversation, by outcome: matched_exactly, matched_by_policy, "
+                "branched, failed",
+                ["process", "outcome"],
+                registry=self.registry,
+            ),
+            process,
+        )
+        self.resend_rules = _ByLabel(
+            Counter(
+                "tito_resend_rules",
+                "Resends that needed a matching-policy rule (tito.matching.HARNESS_RULES), by rule",
+                ["process", "rule"],
+                registry=self.registry,
+            ),
+            process,
+        )
         errors = Counter("tito_errors", "Error replies by type", ["process", "type"], registry=self.registry)
-        self.errors = _ByType(errors, process)
+        self.errors = _ByLabel(errors, process)
 
     def gauge(self, name: str, documentation: str) -> Gauge:
         """A gauge of this process (its `process` label set), in this server's registry."""

@@ -60,6 +60,8 @@ class SessionRequest(BaseModel):
     """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
     strict_append_only: bool | None = None
     """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
+    matcher: Literal["strict", "harness"] | None = None
+    """How a resent conversation must match the stored one (`tito.matching`); None: the server's `--matcher`."""
     group_id: str | None = Field(default=None, min_length=1)
     """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
 

@@ -75,6 +75,7 @@ class LiveSessions:
             last_activity=time.time() - idle,
             samples_taken=session.samples_taken,
             reward=session.reward,
+            resends=session.resends.as_json(),
             tito_tokenizer=(
                 pool.get(config.chat_template_kwargs, None, config.allowed_append_roles) if with_tokenizer else None
             ),

@@ -5,7 +5,7 @@
 `EventSink` (the journal, when enabled) first and applied once it is recorded, so a failed write changes nothing;
 both happen before the reply leaves. The session lock covers check + record + apply only, never an engine call.
 
-Imports nothing from tito but errors, journal.shared, trajectory and server.errors.
+Imports nothing from tito but errors, journal.shared, trajectory, server.errors and server.resends.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tito.server.errors import (
     SessionIdTakenError,
     SessionNotFoundError,
 )
+from tito.server.resends import ResendCounts
 from tito.trajectory import create_trajectory
 from tito.trajectory.base import Trajectory, TurnPlan
 from tito.trajectory.events import (
@@ -70,6 +71,8 @@ class Session:
     """How many times its samples were taken (`SamplesTaken` events)."""
     reward: float | None = None
     """The reward the trainer posted with its latest samples request; memory only (the journal records no reward)."""
+    resends: ResendCounts = field(default_factory=ResendCounts)
+    """How this session's resent conversations matched (since this server started)."""
     deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
     """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
     callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""

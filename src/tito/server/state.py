@@ -1,6 +1,6 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: content_tokens, engines.protocol, server.metrics, server.sessions, server.tokenizers,
+Imports from tito: content_tokens, engines.protocol, matching, server.metrics, server.sessions, server.tokenizers,
 tokenizer_protocol, trajectory.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
+from tito.matching import matching_policy
 from tito.server.metrics import ServerMetrics
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
@@ -48,6 +49,8 @@ class ServerOptions:
     """The kind of a session whose `POST /sessions` names none."""
     strict_append_only: bool = False
     """Tree sessions' default: refuse any branch (400) instead of growing one."""
+    matcher: str = "harness"
+    """The matching policy of a session whose `POST /sessions` names none (`tito.matching.MATCHING_POLICIES`)."""
     max_nodes: int | None = None
     """Tree sessions' default node limit; None: no limit."""
     sample_picker: str | None = None
@@ -73,6 +76,7 @@ class ServerState:
     def __init__(
         self, tokenizer: Tokenizer, engine: Engine, options: ServerOptions, sink: EventSink | None = None
     ) -> None:
+        matching_policy(options.matcher)  # an unknown policy fails at startup
         for hook, option in [(options.sample_picker, "--sample-picker"),
                              (options.sample_postprocessor, "--sample-postprocessor")]:  # fmt: skip
             if hook is not None:

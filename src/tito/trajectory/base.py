@@ -4,7 +4,7 @@ A turn is planned (where does the request attach, what does it append; no mutati
 with no lock held, and then the turn is committed by applying a `TurnCommitted` event, after `check` confirms
 under the session lock that the plan still holds (linear: nobody else committed meanwhile).
 
-Imports nothing from tito but errors, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, matching, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from tito.matching import ResendMatch
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
 
@@ -31,15 +32,23 @@ class TurnPlan:
     stored_ids: array[int]
     """The parent path's ids (prompt + sampled), verbatim."""
     new_messages: Sequence[Message]
-    """The request's whole message list (merge_tokens takes old and new lists)."""
+    """The stored messages verbatim, then `appended` (merge_tokens takes old and new lists): what the agent dropped
+    or reformatted in its resend never reaches the render."""
     appended: Sequence[Message]
-    """The messages beyond the parent path: they become `TurnCommitted.request_messages`."""
+    """The messages beyond the parent path, tool-call ids the agent re-generated mapped back to the stored ones:
+    they become `TurnCommitted.request_messages`."""
     version: int
     """The trajectory's version when planned: `check` refuses the commit if a linear session moved on."""
     replaces: int | None = None
     """Linear one-step retry: the node this turn supersedes (it and its descendants leave the path)."""
     idempotent_reply: TurnCommitted | None = None
     """An SDK retry of a committed request: reply with this turn instead of sampling again."""
+    resend: ResendMatch | None = None
+    """How the request resent the parent path's messages (the rules the session's policy needed); None: nothing
+    was stored before it (a session's first turn) or it is an SDK retry."""
+    branched: bool = False
+    """The request left the stored conversation: a linear retry that replaces the head, or a tree branch (below a
+    node that already has children, or a new root beside existing ones)."""
 
 
 class Trajectory(Protocol):

@@ -43,6 +43,9 @@ class SessionConfig:
     """Tree sessions: `module:function` run on the assembled samples; None: none."""
     ttl_seconds: float | None = None
     """Idle time after which the session is evicted; None: never."""
+    matcher: str = "strict"
+    """The matching policy a resent conversation is checked with (`tito.matching.MATCHING_POLICIES`): `strict`, or
+    `harness` (what agent frameworks drop or reformat still attaches). `tito serve` defaults to `harness`."""
     group_id: str | None = None
     """Carried on every sample (GRPO-style trainers group one prompt's sessions by it); None: no group."""
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
-from tito.matching import MessageMatcher, appended_messages, strict_message_matches
+from tito.matching import MatchingPolicy, ResendMatch, appended_messages, matching_policy
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence, TrajectoryIntegrityError
@@ -37,10 +37,10 @@ class ToolsChangedError(TitoError):
 class LinearTrajectory:
     """One path of committed turns (the `Trajectory` protocol), mutated only by `apply`."""
 
-    def __init__(self, config: SessionConfig, matcher: MessageMatcher = strict_message_matches) -> None:
+    def __init__(self, config: SessionConfig) -> None:
         self.config = config
         self.store = NodeStore()
-        self.matcher = matcher
+        self.matcher: MatchingPolicy = matching_policy(config.matcher)
         self.version = 0
         """Bumped by every applied turn: a plan made at another version no longer holds."""
         self._head: int | None = None
@@ -65,12 +65,16 @@ class LinearTrajectory:
         if is_retry and head_turn.request_fingerprint == fingerprint:
             return TurnPlan(head_turn.parent_id, (), array("i"), messages, (), self.version, None, head_turn)
         stored = self._messages
-        diverged = self._first_difference(stored, messages)
+        found = ResendMatch()
+        diverged = self._first_difference(stored, messages, found)
         if diverged is None:
             self._check_tools(tools)
             if head_turn.finish_reason == "length":
                 raise TruncatedTurnError(head, head_turn.response_id)
-            return TurnPlan(head, tuple(stored), array("i", self._ids), messages, messages[len(stored) :], self.version)
+            appended = found.restore_call_ids(messages[len(stored) :])
+            return TurnPlan(
+                head, tuple(stored), array("i", self._ids), [*stored, *appended], appended, self.version, resend=found
+            )
         head_start = self._turn_starts[-1]
         if diverged < head_start:
             self._refuse_deep_divergence(stored, messages, diverged)
@@ -80,9 +84,11 @@ class LinearTrajectory:
         if parent is not None:
             self._check_tools(tools)
         parent_ids = self.store.path_ids(parent) if parent is not None else array("i")
+        kept, appended = stored[:head_start], found.restore_call_ids(messages[head_start:])
         return TurnPlan(
-            parent, stored[:head_start], parent_ids, messages, messages[head_start:], self.version, replaces=head
-        )
+            parent, kept, parent_ids, [*kept, *appended], appended, self.version, replaces=head, resend=found,
+            branched=True,
+        )  # fmt: skip
 
     def _check_tools(self, tools: Sequence[Message] | None) -> None:
         """Tools render in the opening system block, so a turn that keeps the stored ids keeps the first tools."""
@@ -94,14 +100,13 @@ class LinearTrajectory:
                 "part of the stored prompt, so send the same tools or open a new session"
             )
 
-    def _first_difference(self, stored: Sequence[Message], sent: Sequence[Message]) -> int | None:
-        """The first stored message the request does not resend unchanged; None when it extends them all."""
+    def _first_difference(self, stored: Sequence[Message], sent: Sequence[Message], found: ResendMatch) -> int | None:
+        """The first stored message the request does not resend (under the session's matcher, recording into
+        `found` what it needed); None when it extends them all."""
         if len(sent) >= len(stored) and list(sent[: len(stored)]) == stored:
             return None
-        for index, message in enumerate(stored):
-            if index >= len(sent) or (message != sent[index] and self.matcher(message, sent[index]) is not None):
-                return index
-        return None
+        difference = self.matcher.match_prefix(stored, sent, found)
+        return None if difference is None else difference[0]
 
     def _refuse_deep_divergence(self, stored: Sequence[Message], sent: Sequence[Message], index: int) -> NoReturn:
         turns_after = sum(start > index for start in self._turn_starts) + 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,16 +92,21 @@ SamplePostprocessor = Callable[[list[Any], TreeView], Sequence[Any]]
 
 
 def drop_superseded_retries(tree: TreeView) -> list[int]:
-    """The default picker: keep every leaf except a retry the agent moved on from (its parent has a later child).
+    """The default picker: keep every leaf but a superseded one, a generation that a later generation answers the
+    same request for (same parent, same request messages and tools: the agent retried it).
 
-    Roots are never dropped, and parallel siblings that both continued are kept: their leaves lie deeper.
+    Any other leaf is kept, whatever came after it: a generation is never dropped for being early or a branch.
     """
-    kept: list[int] = []
-    for leaf in tree.leaves:
-        parent = tree.nodes[leaf].parent_id
-        if parent is None or tree.nodes[parent].children[-1] == leaf:
-            kept.append(leaf)
-    return kept
+    latest: dict[tuple[int | None, str], int] = {}
+    for node in tree.nodes.values():  # commit order: the last generation of each request wins
+        latest[_request_of(node.turn)] = node.node_id
+    return [leaf for leaf in tree.leaves if latest[_request_of(tree.nodes[leaf].turn)] == leaf]
+
+
+def _request_of(turn: TurnCommitted) -> tuple[int | None, str]:
+    """What a generation answered: its parent and its request's messages and tools (as JSON text, so any value
+    compares)."""
+    return turn.parent_id, json.dumps([turn.request_messages, turn.tools], sort_keys=True, default=repr)
 
 
 def train_each_node_once(sequences: Sequence[PathSequence]) -> None:

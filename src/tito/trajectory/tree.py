@@ -4,11 +4,11 @@ Retries, re-asks from an earlier point, parallel sub-agents and compaction all b
 instead of refused or discarded turns; the picker (`tito.trajectory.picking`) decides which leaves become samples.
 
 Finding the attach point walks the forest from the roots like a trie: below a matched node, the children whose
-assistant has the request's match key at the right offset are looked up (not compared one by one), and only their
-request messages are compared; a request costs about one comparison per message on its path, whatever the tree's
-size or fan-out.
+assistant has the request's match key (the session's matching policy's) at the right offset are looked up (not
+compared one by one), and only they are compared; a request costs about one comparison per message on its path,
+whatever the tree's size or fan-out.
 
-Imports nothing from tito but errors, matching, families (the role names) and trajectory.
+Imports nothing from tito but errors, matching and trajectory.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
-from tito.families import VALID_APPEND_ROLES
-from tito.matching import appended_messages, strict_match_key, strict_message_matches
+from tito.matching import MatchingPolicy, ResendMatch, match_resend, matching_policy
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
@@ -69,6 +68,7 @@ class TreeTrajectory:
     def __init__(self, config: SessionConfig) -> None:
         self.config = config
         self.store = NodeStore()
+        self.matcher: MatchingPolicy = matching_policy(config.matcher)
         self._children_by_reply: dict[int | None, dict[int, dict[Hashable, list[int]]]] = {}
         """Each node's children (None: the roots) by how many request messages they add, then by their assistant's
         match key: finding the attach point looks siblings up instead of comparing each one."""
@@ -95,80 +95,99 @@ class TreeTrajectory:
         twin = self._latest_by_fingerprint.get(fingerprint) if is_retry else None
         if twin is not None:
             turn = self.store.get(twin).turn
-            return self._plan(turn.parent_id, messages, turn.request_messages, idempotent_reply=turn)
+            return self._plan(turn.parent_id, messages, None, idempotent_reply=turn)
         if self.config.strict_append_only:
-            parent_id, appended = self._strict_attach_point(messages, tools)
+            parent_id, found = self._strict_attach_point(messages, tools)
         else:
-            parent_id, consumed = self._attach_point(messages, tools)
-            appended = list(messages[consumed:])
+            parent_id, found = self._attach_point(messages, tools)
         if parent_id is not None:
             parent = self.store.get(parent_id).turn
             if parent.finish_reason == "length":
                 raise TruncatedTurnError(parent_id, parent.response_id)
         self._check_capacity()
-        return self._plan(parent_id, messages, appended)
+        return self._plan(parent_id, messages, found)
 
     def _plan(
         self,
         parent_id: int | None,
         messages: Sequence[Message],
-        appended: Sequence[Message],
+        found: ResendMatch | None,
         idempotent_reply: TurnCommitted | None = None,
     ) -> TurnPlan:
+        stored = [] if parent_id is None else self.store.path_messages(parent_id)
+        appended = (found or ResendMatch()).restore_call_ids(messages[len(stored) :])
+        branched = bool(self.store.get(parent_id).children) if parent_id is not None else bool(self.store.roots)
         return TurnPlan(
             parent_id=parent_id,
-            stored_messages=[] if parent_id is None else self.store.path_messages(parent_id),
+            stored_messages=stored,
             stored_ids=array("i") if parent_id is None else self.store.path_ids(parent_id),
-            new_messages=messages,
+            new_messages=[*stored, *appended],
             appended=appended,
             version=self.store.next_node_id,
             idempotent_reply=idempotent_reply,
+            resend=found if found is not None and len(self.store) else None,
+            branched=branched and idempotent_reply is None,
         )
 
-    def _attach_point(self, messages: Sequence[Message], tools: Sequence[Message] | None) -> tuple[int | None, int]:
-        """The deepest fully matched node and how many request messages its path covers; (None, 0): a new root."""
+    def _attach_point(
+        self, messages: Sequence[Message], tools: Sequence[Message] | None
+    ) -> tuple[int | None, ResendMatch]:
+        """The deepest fully matched node (None: a new root) and what matching its path needed."""
         best: tuple[int, int] | None = None  # (messages covered, node id): the max is deepest, then latest
+        best_found = ResendMatch()
         reply_keys: dict[int, Hashable] = {}
-        pending: list[tuple[int | None, int]] = [(None, 0)]
+        pending: list[tuple[int | None, int, ResendMatch]] = [(None, 0, best_found)]
         while pending:
-            parent_id, offset = pending.pop()
+            parent_id, offset, found = pending.pop()
             for length, by_reply in self._children_by_reply.get(parent_id, {}).items():
                 reply = offset + length  # where the children's assistant sits in the request
                 if reply >= len(messages):
                     continue
                 if reply not in reply_keys:
-                    reply_keys[reply] = strict_match_key(messages[reply])
+                    reply_keys[reply] = self.matcher.key(messages[reply])
                 for node_id in by_reply.get(reply_keys[reply], ()):
                     turn = self.store.get(node_id).turn
-                    if _messages_match(turn.request_messages, messages[offset:reply]) and (
-                        parent_id is not None or _same_tools(turn.tools, tools)
-                    ):
-                        best = max(best or (reply + 1, node_id), (reply + 1, node_id))
-                        pending.append((node_id, reply + 1))
-        return (None, 0) if best is None else (best[1], best[0])
+                    if parent_id is None and not _same_tools(turn.tools, tools):
+                        continue
+                    trial = self._match_turn(turn, messages[offset:reply], messages[reply], found)
+                    if trial is not None:
+                        if best is None or (reply + 1, node_id) > best:
+                            best, best_found = (reply + 1, node_id), trial
+                        pending.append((node_id, reply + 1, trial))
+        return (None, ResendMatch()) if best is None else (best[1], best_found)
+
+    def _match_turn(
+        self, turn: TurnCommitted, request: Sequence[Message], reply: Message, found: ResendMatch
+    ) -> ResendMatch | None:
+        """What matching `turn` (its request messages, then its assistant, whose key already matched `reply`) adds to
+        `found`: `found` itself when nothing (the common case, no copy), a copy with the rules used, or None."""
+        pairing = "call_ids_regenerated" in found.rules  # then a resend's tool messages differ from the stored ones
+        same_request = not pairing and list(request) == list(turn.request_messages)  # decided in C
+        if same_request and (self.matcher.key_decides or reply == turn.assistant):
+            return found
+        trial = found.copy()
+        matched = self.matcher.match_prefix((*turn.request_messages, turn.assistant), [*request, reply], trial)
+        return trial if matched is None else None
 
     def _strict_attach_point(
         self, messages: Sequence[Message], tools: Sequence[Message] | None
-    ) -> tuple[int | None, list[Message]]:
+    ) -> tuple[int | None, ResendMatch]:
         """Strict append-only: the request must extend the latest commit's path; anything else is a 400."""
         latest = self._latest_id
         if latest is None:
-            return None, list(messages)
+            return None, ResendMatch()
         hint = f"this session is strict append-only: a request must extend the latest turn's path (node {latest})"
         root_tools = self.store.path(latest)[0].turn.tools
         if not _same_tools(root_tools, tools):
             raise StrictAppendOnlyError(0, "tools", root_tools, tools, hint=hint)
-        stored, roles = self.store.path_messages(latest), self._append_roles()
+        stored = self.store.path_messages(latest)
         try:
             if len(messages) < len(stored):  # show a differing message before the missing ones
-                appended_messages(stored[: len(messages)], messages, roles)
-            appended = appended_messages(stored, messages, roles)
+                match_resend(stored[: len(messages)], messages, self.matcher)
+            found = match_resend(stored, messages, self.matcher)
         except AppendOnlyError as exc:
             raise StrictAppendOnlyError(exc.index, exc.field, exc.expected, exc.actual, hint=hint) from exc
-        return latest, appended
-
-    def _append_roles(self) -> Sequence[str]:
-        return self.config.allowed_append_roles or VALID_APPEND_ROLES
+        return latest, found
 
     def _check_capacity(self) -> None:
         max_nodes = self.config.max_nodes
@@ -189,9 +208,8 @@ class TreeTrajectory:
     def apply(self, event: TurnCommitted) -> None:
         self.store.add(event)
         by_length = self._children_by_reply.setdefault(event.parent_id, {})
-        by_length.setdefault(len(event.request_messages), {}).setdefault(strict_match_key(event.assistant), []).append(
-            event.node_id
-        )
+        by_reply = by_length.setdefault(len(event.request_messages), {})
+        by_reply.setdefault(self.matcher.key(event.assistant), []).append(event.node_id)
         self._latest_by_fingerprint[event.request_fingerprint] = event.node_id
         self._latest_id = event.node_id
 
@@ -255,10 +273,3 @@ class TreeTrajectory:
 
 def _same_tools(stored: Sequence[Message] | None, sent: Sequence[Message] | None) -> bool:
     return list(stored or ()) == list(sent or ())
-
-
-def _messages_match(stored: Sequence[Message], sent: Sequence[Message]) -> bool:
-    """Equal-length message lists that match message by message under the library's strict matcher."""
-    if list(sent) == list(stored):  # the common case, decided in C
-        return True
-    return all(a == b or strict_message_matches(a, b) is None for a, b in zip(stored, sent, strict=True))
