@@ -221,6 +221,17 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import os
 
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.journal_shared and not args.journal:
+        raise UsageError("--journal-shared needs --journal DIR (the directory the processes share)")
+    if args.workers > 1:
+        if not args.journal:
+            raise UsageError("--workers N needs --journal DIR: the workers share it to take over each other's sessions")
+        from tito.server.workers import run_workers
+
+        return run_workers(args.argv, args.workers, args.host, args.port)
+
     from tito.server import ServerOptions, create_app
     from tito.server.launch import build_state
     from tito.server.running import bound_port, listening_socket, serve_on_socket
@@ -246,6 +257,9 @@ def _serve(args: argparse.Namespace) -> int:
         sample_postprocessor=args.sample_postprocessor,
         journal=Path(args.journal) if args.journal else None,
         journal_fsync=args.journal_fsync,
+        journal_shared=args.journal_shared,
+        lease_ttl=args.lease_ttl,
+        process_name=args.process_name or f"{args.host}:{args.port}",
     )
     model_dir = Path(args.model) if args.model else None
     state = build_state(
@@ -335,6 +349,20 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--journal-fsync", choices=("always", "interval", "never"), default="always",
                        help="when the journal fsyncs: before each reply (always), every 50 ms (interval) or never "
                        "(the OS decides; survives a crash, not a power loss) [Default: always]")  # fmt: skip
+    serve.add_argument("--journal-shared", action="store_true",
+                       help="the --journal DIR is shared by several tito processes behind one router: each writes "
+                       "its own stream, holds a lease, and takes over the sessions of a dead one")  # fmt: skip
+    serve.add_argument(
+        "--process-name",
+        metavar="NAME",
+        help="this process's name in metrics, leases and X-Tito-Process [Default: HOST:PORT]",
+    )
+    serve.add_argument("--lease-ttl", type=float, default=2.0, metavar="SECONDS",
+                       help="shared journal: a process silent this long is dead, its sessions taken over "
+                       "(on one host a crash is seen at once) [Default: 2]")  # fmt: skip
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="start N tito processes on PORT+1..PORT+N sharing --journal DIR, and print an nginx "
+                       "config that listens on PORT and keeps each session on one of them [Default: 1]")  # fmt: skip
     serve.add_argument("--threads", type=int, metavar="N",
                        help="local engine: torch's CPU threads; pass 1 on a shared or loaded CPU "
                        "[Default: one per core]")  # fmt: skip
@@ -506,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:  # raised by an argument type: argparse lets it through
         print(f"tito: error: {exc}", file=sys.stderr)
         return 2

@@ -50,11 +50,14 @@ def test_metrics_count_turns_tokens_latency_and_errors(serve: ServerFactory) -> 
     converse(fresh, session_id, [[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]])
     fresh.http.get(f"/sessions/{'0' * 32}")
     text = fresh.http.get("/metrics").text
-    assert "tito_turns_total 2.0" in text
-    assert "tito_live_sessions 1.0" in text
-    assert f"tito_completion_tokens_total {2.0 * len(fresh.engine.default_reply)}" in text
-    assert "tito_added_seconds_count 2.0" in text and "tito_engine_seconds_count 2.0" in text
-    assert 'tito_errors_total{type="SessionNotFoundError"} 1.0' in text
+    process = 'process="tito"'
+    assert f"tito_turns_total{{{process}}} 2.0" in text
+    assert f"tito_live_sessions{{{process}}} 1.0" in text
+    assert f"tito_completion_tokens_total{{{process}}} {2.0 * len(fresh.engine.default_reply)}" in text
+    assert (
+        f"tito_added_seconds_count{{{process}}} 2.0" in text and f"tito_engine_seconds_count{{{process}}} 2.0" in text
+    )
+    assert f'tito_errors_total{{{process},type="SessionNotFoundError"}} 1.0' in text
 
 
 def test_api_key_guards_every_route(serve: ServerFactory) -> None:

@@ -132,7 +132,9 @@ def one_fault(server: FaultServer, session_id: str, fault: str) -> Iterator[None
     assert counted_since(server, counts) == {(server.kind, EXPECTED[fault][2]): 1}
 
 
-_FAULT_LINE = re.compile(r'^tito_engine_faults_total\{engine="([^"]+)",kind="([^"]+)"\} (\S+)$', re.MULTILINE)
+_FAULT_LINE = re.compile(
+    r'^tito_engine_faults_total\{engine="([^"]+)",kind="([^"]+)",process="[^"]+"\} (\S+)$', re.MULTILINE
+)
 
 
 def fault_counts(server: FaultServer) -> dict[tuple[str, str], float]:

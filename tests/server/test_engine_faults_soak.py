@@ -136,7 +136,9 @@ async def _one_agent(url: str, tally: Tally) -> list[str]:
         return [await agent(http, tally)]
 
 
-_FAULT_LINE = re.compile(r'^tito_engine_faults_total\{engine="[^"]+",kind="([^"]+)"\} (\S+)$', re.MULTILINE)
+_FAULT_LINE = re.compile(
+    r'^tito_engine_faults_total\{engine="[^"]+",kind="([^"]+)",process="[^"]+"\} (\S+)$', re.MULTILINE
+)
 
 
 def _fault_counts(text: str) -> dict[str, float]:

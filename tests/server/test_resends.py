@@ -98,8 +98,8 @@ def test_exact_resends_and_retries_are_counted_and_the_metrics_add_them_up(serve
         "matched_exactly": 1, "matched_by_policy": 0, "branched": 1, "failed": 0, "rules": {}
     }  # fmt: skip
     metrics = server.http.get("/metrics").text
-    assert 'tito_resends_total{outcome="matched_exactly"} 1.0' in metrics
-    assert 'tito_resends_total{outcome="branched"} 1.0' in metrics
+    assert 'tito_resends_total{outcome="matched_exactly",process="tito"} 1.0' in metrics
+    assert 'tito_resends_total{outcome="branched",process="tito"} 1.0' in metrics
 
 
 def test_the_server_default_is_each_sessions_matcher_and_an_unknown_one_is_400(serve: ServerFactory) -> None:

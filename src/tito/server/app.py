@@ -37,6 +37,7 @@ from tito.server.journaling import open_server_journal
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.samples import build_samples, samples_format, samples_response
@@ -71,11 +72,16 @@ def create_app(state: ServerState) -> FastAPI:
     options = state.options
     registry = state.registry
     metrics = state.metrics
+    owner = SharedJournalOwner(state) if options.journal and options.journal_shared else None
     tokenizer = state.tokenizers.tokenizer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        journal = open_server_journal(registry, options.journal, options.journal_fsync) if options.journal else None
+        journal = None
+        if options.journal and owner is None:
+            journal = open_server_journal(registry, options.journal, options.journal_fsync)
+        if owner is not None:
+            await owner.start()
         sweeper = asyncio.create_task(_sweep_expired(state))
         yield
         sweeper.cancel()
@@ -83,9 +89,14 @@ def create_app(state: ServerState) -> FastAPI:
             await sweeper
         if journal is not None:
             journal.close()
+        if owner is not None:
+            owner.close()
 
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
+    app.state.ownership = owner
+    if owner is not None:
+        app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
     app.add_middleware(InspectorPageMiddleware)  # outside the key check: the page's static shell (no data) needs no key
@@ -116,8 +127,17 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.get("/health")
     async def health() -> Response:
+        if owner is not None and owner.lease_lost:
+            return json_response({"status": "lease lost: this process serves no sessions; restart it"}, 503)
         await state.engine.health()
         return json_response({"status": "ok", "sessions": len(registry)})
+
+    @app.get("/ready")
+    async def ready() -> Response:
+        """For a load balancer: 503 while this process replays journals on start or after losing its lease."""
+        if owner is not None and not owner.serving:
+            return json_response({"ready": False, "lease_lost": owner.lease_lost}, 503)
+        return json_response({"ready": True})
 
     @app.get("/metrics")
     async def prometheus() -> Response:
@@ -148,7 +168,7 @@ def create_app(state: ServerState) -> FastAPI:
             group_id=asked.group_id,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
-        session = await registry.create(config)
+        session = await registry.create(config, request.headers.get(SESSION_ID_HEADER))
         metrics.live_sessions.set(len(registry))
         return json_response({"session_id": session.session_id})
 

@@ -49,6 +49,38 @@ class AtCapacityError(TitoError):
     http_status = 503
 
 
+class SessionIdTakenError(TitoError):
+    """`POST /sessions` named (through the router's `X-Tito-Session-Id`) an id that is or was in use."""
+
+    http_status = 409
+
+
+class RetryableError(TitoError):
+    """A 503 the client should retry after `retry_after_s` (sent as `Retry-After` and `retry-after-ms`)."""
+
+    http_status = 503
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TakeoverPendingError(RetryableError):
+    """The session belongs to a process that died; this one is taking it over from its journal."""
+
+
+class NotReadyError(RetryableError):
+    """This process is still replaying journals on start (`/ready` answers 503 meanwhile)."""
+
+
+class LeaseLostError(RetryableError):
+    """This process lost its lease (fenced, or a renewal overdue): another process may own its sessions now."""
+
+
+class SessionHeldElsewhereError(RetryableError):
+    """A live process took the session over; the router sent it here (after a restart, before a hand-back)."""
+
+
 def validation_error(exc: ValidationError, where: str = "body") -> BadRequestError:
     """A pydantic error as a 400 that names each wrong field and what it must be."""
     problems = [f"{_location(error['loc'])}: {error['msg']}" for error in exc.errors()[:5]]

@@ -1,11 +1,17 @@
 """Prometheus metrics of one server (its own registry, so two apps in one process do not collide).
 
+Every series carries a `process` label (`tito serve --process-name`, default `HOST:PORT`), so the metrics of several
+tito processes behind one router stay apart when they are summed or scraped through the router.
+
 Imports from tito: errors, server.access_log (a turn's facts go to the access log too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from tito.errors import EngineError, TitoError
 from tito.server.access_log import note_turn
@@ -13,48 +19,77 @@ from tito.server.access_log import note_turn
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
+class _ByLabel:
+    """A counter labelled by process and its other labels, used as `errors.labels(value).inc()`."""
+
+    def __init__(self, counter: Counter, process: str) -> None:
+        self._counter = counter
+        self._process = process
+
+    def labels(self, *values: str) -> Counter:
+        return self._counter.labels(self._process, *values)
+
+    def collect(self) -> Iterable[Metric]:
+        return self._counter.collect()
+
+
 class ServerMetrics:
-    def __init__(self) -> None:
+    def __init__(self, process: str = "tito") -> None:
+        self.process = process
         self.registry = CollectorRegistry()
-        self.live_sessions = Gauge("tito_live_sessions", "Sessions currently held", registry=self.registry)
-        self.turns = Counter("tito_turns", "Committed turns", registry=self.registry)
-        self.tokens_in = Counter("tito_prompt_tokens", "Prompt ids sent to the engine", registry=self.registry)
-        self.tokens_out = Counter("tito_completion_tokens", "Ids sampled by the engine", registry=self.registry)
-        self.engine_seconds = Histogram(
-            "tito_engine_seconds", "Engine call latency", buckets=_LATENCY_BUCKETS, registry=self.registry
+        self.live_sessions = self.gauge("tito_live_sessions", "Sessions currently held")
+        self.turns = self.counter("tito_turns", "Committed turns")
+        self.tokens_in = self.counter("tito_prompt_tokens", "Prompt ids sent to the engine")
+        self.tokens_out = self.counter("tito_completion_tokens", "Ids sampled by the engine")
+        self.engine_seconds = self.histogram("tito_engine_seconds", "Engine call latency")
+        self.added_seconds = self.histogram(
+            "tito_added_seconds", "Latency tito adds to a turn (request to reply, less the engine call)"
         )
-        self.added_seconds = Histogram(
-            "tito_added_seconds",
-            "Latency tito adds to a turn (request to reply, less the engine call)",
-            buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
+        self.resends = _ByLabel(
+            Counter(
+                "tito_resends",
+                "Requests resending a session's stored conversation, by outcome: matched_exactly, matched_by_policy, "
+                "branched, failed",
+                ["process", "outcome"],
+                registry=self.registry,
+            ),
+            process,
         )
-        self.resends = Counter(
-            "tito_resends",
-            "Requests resending a session's stored conversation, by outcome: matched_exactly, matched_by_policy, "
-            "branched, failed",
-            ["outcome"],
-            registry=self.registry,
+        self.resend_rules = _ByLabel(
+            Counter(
+                "tito_resend_rules",
+                "Resends that needed a matching-policy rule (tito.matching.HARNESS_RULES), by rule",
+                ["process", "rule"],
+                registry=self.registry,
+            ),
+            process,
         )
-        self.resend_rules = Counter(
-            "tito_resend_rules",
-            "Resends that needed a matching-policy rule (tito.matching.HARNESS_RULES), by rule",
-            ["rule"],
-            registry=self.registry,
-        )
-        self.errors = Counter("tito_errors", "Error replies by type", ["type"], registry=self.registry)
-        self.engine_faults = Counter(
+        errors = Counter("tito_errors", "Error replies by type", ["process", "type"], registry=self.registry)
+        self.errors = _ByLabel(errors, process)
+        engine_faults = Counter(
             "tito_engine_faults",
             "Engine faults by engine and kind: each error reply an engine caused, and each failed abort",
-            ["engine", "kind"],
+            ["process", "engine", "kind"],
             registry=self.registry,
         )
+        self.engine_faults = _ByLabel(engine_faults, process)
 
     def count_error(self, error: TitoError) -> None:
         """An error reply (a status or a stream's error event), and the engine's fault when an engine caused it."""
         self.errors.labels(type(error).__name__).inc()
         if isinstance(error, EngineError):
             self.engine_faults.labels(error.engine, error.fault).inc()
+
+    def gauge(self, name: str, documentation: str) -> Gauge:
+        """A gauge of this process (its `process` label set), in this server's registry."""
+        return Gauge(name, documentation, ["process"], registry=self.registry).labels(self.process)
+
+    def counter(self, name: str, documentation: str) -> Counter:
+        return Counter(name, documentation, ["process"], registry=self.registry).labels(self.process)
+
+    def histogram(self, name: str, documentation: str, buckets: tuple[float, ...] = _LATENCY_BUCKETS) -> Histogram:
+        metric = Histogram(name, documentation, ["process"], buckets=buckets, registry=self.registry)
+        return metric.labels(self.process)
 
     def observe_turn(
         self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, total_seconds: float

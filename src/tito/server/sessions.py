@@ -5,7 +5,7 @@
 `EventSink` (the journal, when enabled) first and applied once it is recorded, so a failed write changes nothing;
 both happen before the reply leaves. The session lock covers check + record + apply only, never an engine call.
 
-Imports nothing from tito but errors, trajectory, server.errors and server.resends.
+Imports nothing from tito but errors, journal.shared, trajectory, server.errors and server.resends.
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tito.server.errors import AtCapacityError, SessionGoneError, SessionNotFoundError
+from tito.journal.shared import SESSION_ID_PATTERN
+from tito.server.errors import (
+    AtCapacityError,
+    BadRequestError,
+    SessionGoneError,
+    SessionIdTakenError,
+    SessionNotFoundError,
+)
 from tito.server.resends import ResendCounts
 from tito.trajectory import create_trajectory
 from tito.trajectory.base import Trajectory, TurnPlan
@@ -119,7 +126,19 @@ class SessionRegistry:
     def is_live(self, session: Session) -> bool:
         return self._sessions.get(session.session_id) is session
 
-    async def create(self, config: SessionConfig) -> Session:
+    def knows(self, session_id: str) -> bool:
+        """Held here, or deleted/expired here (a 410): either way this process answers for it."""
+        return session_id in self._sessions or session_id in self._gone
+
+    async def create(self, config: SessionConfig, session_id: str | None = None) -> Session:
+        """A new session; `session_id`: the id the router minted (and hashed this request by), else a random one."""
+        if session_id is not None:
+            if SESSION_ID_PATTERN.fullmatch(session_id) is None:
+                raise BadRequestError(
+                    f"X-Tito-Session-Id {session_id[:200]!r} is not a session id: 8-128 of A-Z a-z 0-9 _ -"
+                )
+            if self.knows(session_id):
+                raise SessionIdTakenError(f"session id {session_id} is or was in use; mint another one")
         if self.max_sessions is not None and len(self._sessions) >= self.max_sessions:
             await self.evict_expired()
             if len(self._sessions) >= self.max_sessions:
@@ -127,7 +146,7 @@ class SessionRegistry:
                     f"the server holds its maximum of {self.max_sessions} live sessions; delete finished sessions "
                     "(DELETE /sessions/{id}) or start tito serve with a larger --max-sessions"
                 )
-        event = SessionCreated(secrets.token_hex(16), config, time.time())
+        event = SessionCreated(session_id or secrets.token_hex(16), config, time.time())
         await self.sink.record(event)
         self.apply(event)
         return self._sessions[event.session_id]

@@ -63,6 +63,13 @@ class ServerOptions:
     """Directory of the session journal: replayed on start, every event appended before its reply; None: memory."""
     journal_fsync: str = "always"
     """The journal's fsync policy: `always`, `interval` or `never` (see `tito.journal.FsyncPolicy`)."""
+    journal_shared: bool = False
+    """`journal` is shared by several tito processes behind one router: each writes its own stream under it, holds
+    a lease, and takes over the sessions of a dead one (`tito.server.ownership`)."""
+    lease_ttl: float = 2.0
+    """Shared journal: seconds after its last renewal at which a silent process's sessions may be taken over."""
+    process_name: str = "tito"
+    """This process's name: the `process` label of its metrics, its `X-Tito-Process` header, its lease."""
 
 
 class ServerState:
@@ -77,7 +84,7 @@ class ServerState:
             if hook is not None:
                 load_hook(hook, option)  # a bad hook fails at startup, not at the first /samples
         self.options = options
-        self.metrics = ServerMetrics()
+        self.metrics = ServerMetrics(options.process_name)
         self.engine = GuardedEngine(engine, len(tokenizer), self.metrics)
         """The engine behind its guard (replies checked, aborts that never fail a turn); `.inner` is the engine."""
         self.tokenizers = TokenizerPool(
