@@ -34,24 +34,26 @@ from tito.server.running import serve_in_thread
 PROMPTS = ["Count to three.", "Name a colour."]
 GROUP = 4
 """Sessions per prompt: the GRPO group whose rewards are normalised together."""
-TARGET_LENGTH = 12
-"""The agent's reward prefers a final reply of this many sampled tokens (any signal that varies will do)."""
+TARGET_CHARS = 40
+"""The agent's reward prefers a final reply of about this many characters: a signal that varies within a group even
+when every reply runs to the token limit (equal rewards would make GRPO's advantage, and the step, zero)."""
 MAX_TOKENS = 24
 
 
-def run_session(base_url: str, prompt: str, group_id: str) -> dict[str, Any]:
+def run_session(base_url: str, prompt: str, group_id: str, seed: int) -> dict[str, Any]:
     """One agent episode: two turns, a reward for the final reply, the samples as TRL columns."""
     session_id = httpx.post(f"{base_url}/sessions", json={"group_id": group_id}).json()["session_id"]
     sdk = openai.OpenAI(base_url=f"{base_url}/sessions/{session_id}/v1", api_key="unused", max_retries=0)
     messages: list[Any] = [{"role": "user", "content": prompt}]
     for follow_up in ["Go on.", None]:
-        reply = sdk.chat.completions.create(model="m", messages=messages, max_tokens=MAX_TOKENS, temperature=1.0)
+        reply = sdk.chat.completions.create(
+            model="m", messages=messages, max_tokens=MAX_TOKENS, temperature=1.0, seed=seed
+        )
         messages.append(reply.choices[0].message.model_dump(exclude_none=True))
         if follow_up is None or reply.choices[0].finish_reason == "length":
             break  # a reply cut by the length limit cannot be continued: the episode ends there
         messages.append({"role": "user", "content": follow_up})
-    assert reply.usage is not None
-    reward = -abs(reply.usage.completion_tokens - TARGET_LENGTH) / TARGET_LENGTH
+    reward = -abs(len(reply.choices[0].message.content or "") - TARGET_CHARS) / TARGET_CHARS
     body = {"format": "trl", "rewards": {reply.id: reward}}
     response = httpx.post(f"{base_url}/sessions/{session_id}/samples", json=body)
     response.raise_for_status()
@@ -63,8 +65,8 @@ def run_session(base_url: str, prompt: str, group_id: str) -> dict[str, Any]:
 def rollouts(base_url: str, prompts: list[Any]) -> dict[str, list[Any]]:
     """TRL's rollout_func result for `prompts`: one tito session each, columns concatenated in order."""
     batch: dict[str, list[Any]] = {}
-    for prompt in prompts:
-        columns = run_session(base_url, str(prompt), group_id=f"prompt-{PROMPTS.index(prompt)}")
+    for seed, prompt in enumerate(prompts):  # a seed per session: the episode is reproducible, the group varies
+        columns = run_session(base_url, str(prompt), group_id=f"prompt-{PROMPTS.index(prompt)}", seed=seed)
         for key, values in columns.items():
             batch.setdefault(key, []).extend(values)
     return batch
