@@ -41,7 +41,9 @@ class LocalTokenizer:
     special_tokens_map: dict[str, str] = field(default_factory=dict)
 
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        return list(self.backend.encode(text, add_special_tokens=add_special_tokens).ids)
+        # encode_batch_fast, not encode: it releases the GIL while it runs (encode holds it, so tokenizing in a worker
+        # thread stalled the event loop anyway) and skips the character offsets tito never reads (~13% faster).
+        return list(self.backend.encode_batch_fast([text], add_special_tokens=add_special_tokens)[0].ids)
 
     def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         return str(self.backend.decode(list(token_ids), skip_special_tokens=skip_special_tokens))
