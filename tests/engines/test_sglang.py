@@ -53,6 +53,16 @@ async def test_the_request_has_sglang_native_shape_with_the_routing_key_in_body_
 
 
 @pytest.mark.asyncio
+async def test_a_prompt_given_as_an_int_array_is_sent_as_the_same_json_list(sglang_server: FakeServer):
+    """A session's prompt is an array('i'); its ids are written from the buffer (tito.engines.id_json)."""
+    engine = SGLangEngine(sglang_server.url)
+    sampling = SamplingParams(max_new_tokens=2)
+    await engine.generate(GenerateRequest(array("i", PROMPT), sampling, "s1-t1-a", "s1"))
+    await engine.aclose()
+    assert sglang_server.requests[0].body["input_ids"] == PROMPT
+
+
+@pytest.mark.asyncio
 async def test_a_request_without_session_sends_no_routing_key(sglang_server: FakeServer):
     engine = SGLangEngine(sglang_server.url)
     await engine.generate(request(session=None))

@@ -56,7 +56,7 @@ def test_a_harness_resend_attaches_to_the_stored_turn_and_the_prompt_keeps_the_s
     client(server, session_id).chat.completions.create(model="m", messages=[question, resent, result], tools=TOOLS)
 
     sampled = qwen3_tokenizer.encode(CALL, add_special_tokens=False)
-    prompt = server.engine.requests[-1].prompt_ids
+    prompt = list(server.engine.requests[-1].prompt_ids)
     assert prompt[: len(first_request.prompt_ids) + len(sampled)] == [*first_request.prompt_ids, *sampled]
     session = described(server, session_id)
     conversation = session["conversation"] if trajectory == "linear" else session["messages"]

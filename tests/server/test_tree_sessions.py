@@ -105,7 +105,7 @@ def test_a_compaction_summary_attaches_below_the_last_matching_node_as_prompt(tr
     client(tree_server, session_id).chat.completions.create(model="m", messages=compacted)
     tree = described(tree_server, session_id)
     assert tree["nodes"][3]["parent_id"] == 0 and tree["nodes"][3]["request_messages"] == 2
-    prompt = tree_server.engine.requests[-1].prompt_ids
+    prompt = list(tree_server.engine.requests[-1].prompt_ids)
     summary_ids = tree_server.state.tokenizers.get({}, None, None).tokenizer.encode(
         summary["content"], add_special_tokens=False
     )

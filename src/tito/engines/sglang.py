@@ -13,7 +13,7 @@ adds `meta_info.output_top_logprobs`, per sampled position a list of `[logprob, 
 Abort: `POST /abort_request {"rid"}`; SGLang aborts every rid that *starts with* it and ends the request with finish
 `abort` and the ids so far.
 
-Imports nothing from tito but engines.protocol, engines.http and errors.
+Imports nothing from tito but engines.protocol, engines.http, engines.id_json and errors.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.id_json import ids_json
 from tito.engines.protocol import (
     EngineInfo,
     Finish,
@@ -111,7 +112,7 @@ class SGLangEngine:
 
 def generate_body(request: GenerateRequest, *, stream: bool) -> JsonObject:
     body: JsonObject = {
-        "input_ids": list(request.prompt_ids),
+        "input_ids": ids_json(request.prompt_ids),
         "sampling_params": sampling_params(request.sampling),
         "return_logprob": True,
         "logprob_start_len": -1,

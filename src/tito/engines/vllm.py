@@ -14,7 +14,7 @@ Abort: the completions API has none, but vLLM aborts a request whose client disc
 connection and the call ends with finish ABORT (a stream keeps the ids received so far); the generate endpoint
 has `POST /inference/v1/abort_requests`.
 
-Imports nothing from tito but engines.protocol, engines.http and errors.
+Imports nothing from tito but engines.protocol, engines.http, engines.id_json and errors.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, Literal, TypeVar
 
 from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.id_json import ids_json
 from tito.engines.protocol import (
     EngineInfo,
     Finish,
@@ -208,7 +209,7 @@ _ABORTED = Finish(FinishKind.ABORT, detail="aborted by the client (connection cl
 def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> JsonObject:
     body: JsonObject = {
         "model": model,
-        "prompt": list(request.prompt_ids),
+        "prompt": ids_json(request.prompt_ids),
         "max_tokens": request.sampling.max_new_tokens,
         "logprobs": request.sampling.top_logprobs,
         "return_token_ids": True,
@@ -226,7 +227,7 @@ def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> J
 def generate_body(request: GenerateRequest, model: str) -> JsonObject:
     return {
         "model": model,
-        "token_ids": list(request.prompt_ids),
+        "token_ids": ids_json(request.prompt_ids),
         "sampling_params": {
             "max_tokens": request.sampling.max_new_tokens,
             "logprobs": request.sampling.top_logprobs,

@@ -48,7 +48,7 @@ class PreparedTurn:
     request: ChatCompletionRequest
     tito_tokenizer: TitoTokenizer
     plan: TurnPlan
-    prompt_ids: list[int]
+    prompt_ids: array[int]
     kept_parent_ids: int
     """How many of the parent path's ids the prompt keeps (the rest of the prompt is the turn's own)."""
     sampling: SamplingParams
@@ -106,7 +106,7 @@ async def prepare_turn(
 
 def build_prompt_ids(
     tito_tokenizer: TitoTokenizer, plan: TurnPlan, tools: Sequence[Mapping[str, Any]] | None
-) -> tuple[list[int], int]:
+) -> tuple[array[int], int]:
     """The turn's prompt ids (stored ids + junction + appended ids + generation prompt) and how many stored ids
     it keeps. The role gate and the append-only check run inside merge_tokens."""
     prompt_ids = tito_tokenizer.merge_recorded_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
@@ -249,7 +249,7 @@ def build_turn(
         kept_parent_ids=prepared.kept_parent_ids,
         request_messages=tuple(plan.appended),
         tools=tuple(prepared.request.tools) if prepared.request.tools is not None else None,
-        prompt_ids=array("i", prepared.prompt_ids[prepared.kept_parent_ids :]),
+        prompt_ids=prepared.prompt_ids[prepared.kept_parent_ids :],
         output_ids=generation.output_ids,
         output_logprobs=generation.output_logprobs,
         assistant=result.message,
