@@ -356,12 +356,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def process(command: list[str], port: int, health: str, source: Path,
-            timeout: float = 120.0) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+def process(command: list[str], port: int, health: str, source: Path, timeout: float = 120.0,
+            log: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
     """`command` in its own process, importing tito from `source`, until the block ends (stopped by its pid); ready
-    when GET `health` answers 200."""
+    when GET `health` answers 200. Its output goes to `log` when given."""
     env = {**os.environ, "PYTHONPATH": f"{source}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    child = subprocess.Popen(command, cwd=ROOT, env=env)
+    output = log.open("wb") if log is not None else None
+    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -383,6 +384,8 @@ def process(command: list[str], port: int, health: str, source: Path,
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+        if output is not None:
+            output.close()
 
 
 def profile_start(pid: int, name: str) -> subprocess.Popen[bytes] | None:
