@@ -29,13 +29,15 @@ Targets (issues 11 and 13): >= 500 turns/s; added p50 <= 2 ms, p99 <= 10 ms; tok
               of ms per request), the server's CPU per turn (/proc), added latency p50/p99 under load and one
               session at a time; then --bursts runs of 256 concurrent POST /sessions on new connections (errors).
               --tito-src runs tito from several source trees (e.g. an older commit's) side by side.
+              --wire-stream: every turn streams (`stream: true`, as Claude Code and Codex send), tito's SSE read to
+              its end, and the engine requests sent straight stream too.
               Goals: own cost <= 2 ms per turn to 8k tokens, <= 3 ms to 32k (64 sessions); 0 connection errors.
               TITO_PROFILE_DIR=DIR: py-spy records the server over each loaded phase (raw stacks, DIR/<config>.txt).
 
 Run: PYTHONPATH=src python benchmarks/server_overhead.py [--sessions 64] [--turns 20] [--trajectory tree]
      [--retry-every 4] [--journal DIR]
      python benchmarks/server_overhead.py --wire sglang vllm [--wire-sessions 64 256] [--wire-tokens 8192 32768]
-     [--latency-sessions 3] [--bursts 10] [--tito-src OLD/src src]
+     [--latency-sessions 3] [--bursts 10] [--tito-src OLD/src src] [--wire-stream]
 """
 
 from __future__ import annotations
@@ -333,8 +335,19 @@ class RawConnection:
                           f"content-length: {len(body)}\r\n{headers}\r\n".encode() + body)  # fmt: skip
         head = await self.reader.readuntil(b"\r\n\r\n")
         lines = head[:-4].split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        if any(line.lower() == b"transfer-encoding: chunked" for line in lines):
+            return status, await self._chunked_body()
         length = next((int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:")), 0)
-        return int(lines[0].split(b" ", 2)[1]), await self.reader.readexactly(length) if length else b""
+        return status, await self.reader.readexactly(length) if length else b""
+
+    async def _chunked_body(self) -> bytes:
+        assert self.reader is not None
+        parts = []
+        while size := int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";", 1)[0], 16):
+            parts.append((await self.reader.readexactly(size + 2))[:-2])
+        await self.reader.readuntil(b"\r\n")  # the empty trailer
+        return b"".join(parts)
 
     async def close(self) -> None:
         if self.writer is not None:
@@ -409,6 +422,8 @@ class WireAgent:
 
     index: int
     messages: list[dict[str, Any]]
+    stream: bool = False
+    """Turns ask `stream: true` (as Claude Code and Codex always do) and read the SSE reply to its end."""
     session_id: str = ""
     latencies: list[float] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=list)
@@ -431,13 +446,16 @@ async def wire_agent(port: int, agent: WireAgent, turns: int, output_chars: int)
         agent.session_id = orjson.loads(body)["session_id"]
         path = f"/sessions/{agent.session_id}/v1/chat/completions"
         for turn in range(turns):
-            payload = orjson.dumps({"messages": agent.messages, "tools": WIRE_TOOLS})
+            asked: dict[str, Any] = {"messages": agent.messages, "tools": WIRE_TOOLS}
+            if agent.stream:
+                asked |= {"stream": True, "stream_options": {"include_usage": True}}
+            payload = orjson.dumps(asked)
             started = time.perf_counter()
             status, body = await connection.request("POST", path, payload)
             agent.latencies.append(time.perf_counter() - started)
             if status != 200:
                 raise RuntimeError(f"turn {turn}: {status} {body[:300]!r}")
-            reply = orjson.loads(body)
+            reply = streamed_reply(body) if agent.stream else orjson.loads(body)
             agent.prompt_tokens.append(reply["usage"]["prompt_tokens"])
             message = reply["choices"][0]["message"]
             agent.messages.append(message)
@@ -446,6 +464,30 @@ async def wire_agent(port: int, agent: WireAgent, turns: int, output_chars: int)
                                    "content": tool_output(agent.index, turn, output_chars)})  # fmt: skip
     finally:
         await connection.close()
+
+
+def streamed_reply(body: bytes) -> dict[str, Any]:
+    """A streamed chat completion's SSE chunks put together as the whole reply's `choices[0].message` and `usage`."""
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    calls: dict[int, dict[str, Any]] = {}
+    usage = None
+    for line in body.split(b"\n"):
+        if not line.startswith(b"data: {"):
+            continue
+        chunk = orjson.loads(line[len(b"data: ") :])
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            message["content"] += delta.get("content") or ""
+            for call in delta.get("tool_calls") or ():
+                into = calls.setdefault(call["index"], {"id": "", "type": "function",
+                                                         "function": {"name": "", "arguments": ""}})  # fmt: skip
+                into["id"] = call.get("id") or into["id"]
+                for key in ("name", "arguments"):
+                    into["function"][key] += (call.get("function") or {}).get(key) or ""
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    return {"choices": [{"message": message}], "usage": usage}
 
 
 async def direct_bodies(port: int, kind: str, agent: WireAgent, stop_ids: tuple[int, ...]) -> list[tuple[str, bytes]]:
@@ -467,9 +509,10 @@ async def direct_bodies(port: int, kind: str, agent: WireAgent, stop_ids: tuple[
         prompt = tokens[:length]
         request = GenerateRequest(prompt, SamplingParams(4096, stop_token_ids=stop_ids), f"direct-{turn}", "s")
         if kind == "sglang":
-            bodies.append(("/generate", orjson.dumps(generate_body(request, stream=False))))
+            bodies.append(("/generate", orjson.dumps(generate_body(request, stream=agent.stream))))
         else:
-            bodies.append(("/v1/completions", orjson.dumps(completions_body(request, "wire-engine", stream=False))))
+            body = completions_body(request, "wire-engine", stream=agent.stream)
+            bodies.append(("/v1/completions", orjson.dumps(body)))
     return bodies
 
 
@@ -505,6 +548,7 @@ async def burst(port: int, count: int, path: str = "/sessions") -> int:
 @dataclass
 class WireFigures:
     kind: str
+    stream: bool
     sessions: int
     tokens: int
     turns: int
@@ -517,8 +561,8 @@ class WireFigures:
     last_prompt: int
 
 
-async def wire_run(kind: str, sessions: int, tokens: int, turns: int, latency_sessions: int, family: str,
-                   tito_port: int, engine_port: int, tito_pid: int, engine_pid: int,
+async def wire_run(kind: str, stream: bool, sessions: int, tokens: int, turns: int, latency_sessions: int,
+                   family: str, tito_port: int, engine_port: int, tito_pid: int, engine_pid: int,
                    stop_ids: tuple[int, ...], chars_per_token: float) -> WireFigures:  # fmt: skip
     """One configuration: `sessions` concurrent agents through tito, then the same engine requests sent straight
     to the engine with the same concurrency; then `latency_sessions` agents one at a time, each way."""
@@ -526,8 +570,8 @@ async def wire_run(kind: str, sessions: int, tokens: int, turns: int, latency_se
     system = {"role": "system", "content": SYSTEM}
 
     def agents(first: int, count: int) -> list[WireAgent]:
-        return [WireAgent(first + i, [system, {"role": "user", "content": f"Agent {first + i}: make the tests pass."}])
-                for i in range(count)]  # fmt: skip
+        return [WireAgent(first + i, [system, {"role": "user", "content": f"Agent {first + i}: make the tests pass."}],
+                          stream) for i in range(count)]  # fmt: skip
 
     await wire_agent(tito_port, agents(10**6, 1)[0], 2, 200)  # warm up
     loaded = agents(0, sessions)
@@ -555,7 +599,7 @@ async def wire_run(kind: str, sessions: int, tokens: int, turns: int, latency_se
         await direct_lane(engine_port, await direct_bodies(tito_port, kind, agent, stop_ids), lane)
         alone_added += [t - d for t, d in zip(agent.latencies, lane, strict=True)]
     return WireFigures(
-        kind, sessions, tokens, turns, count / tito_seconds, count / direct_seconds, tito_cpu / count * 1e3,
+        kind, stream, sessions, tokens, turns, count / tito_seconds, count / direct_seconds, tito_cpu / count * 1e3,
         (engine_tito / count * 1e3, engine_direct / count * 1e3),
         ((percentile(tito_latencies, 50) - percentile(direct_latencies, 50)) * 1e3,
          (percentile(tito_latencies, 99) - percentile(direct_latencies, 99)) * 1e3),
@@ -576,7 +620,7 @@ def wire_reply_ids(family: str) -> tuple[list[int], tuple[int, ...], float]:
 
 
 def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int], turns: int | None,
-              latency_sessions: int, family: str, bursts: int, sources: list[Path]) -> int:  # fmt: skip
+              latency_sessions: int, family: str, bursts: int, sources: list[Path], stream: bool) -> int:  # fmt: skip
     """Each engine wire, each configuration, `tito serve` from each source tree in turn (a fresh process each)."""
     reply_ids, stop_ids, chars_per_token = wire_reply_ids(family)
     results: list[WireFigures] = []
@@ -598,8 +642,8 @@ def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int]
                             if bursts and str(source) not in burst_errors:
                                 burst_errors[str(source)] = [asyncio.run(burst(tito_port, 256)) for _ in range(bursts)]
                             figures = asyncio.run(wire_run(
-                                kind, sessions, tokens, session_turns, latency_sessions, family, tito_port, engine_port,
-                                child.pid, engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
+                                kind, stream, sessions, tokens, session_turns, latency_sessions, family, tito_port,
+                                engine_port, child.pid, engine_child.pid, stop_ids, chars_per_token))  # fmt: skip
                         results.append(figures)
                         print_wire(figures, source)
     for source, errors in burst_errors.items():
@@ -615,7 +659,8 @@ def wire_main(kinds: list[str], sessions_list: list[int], tokens_list: list[int]
 
 def print_wire(f: WireFigures, source: Path) -> None:
     tito_ms, direct_ms = 1e3 / f.tito_rate, 1e3 / f.direct_rate
-    print(f"tito from {source}: {f.kind}, {f.sessions} concurrent sessions x {f.turns} tool-calling turns, prompts "
+    print(f"tito from {source}: {f.kind}, {f.sessions} concurrent sessions x {f.turns} tool-calling turns"
+          f"{', streamed' if f.stream else ''}, prompts "
           f"growing to {f.last_prompt} tokens; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
           f"  turns/s: tito {f.tito_rate:.0f}, direct {f.direct_rate:.0f}; ms per turn: tito {tito_ms:.2f}, direct "
           f"{direct_ms:.2f}, tito's own {tito_ms - direct_ms:.2f} (goal <= {2 if f.tokens <= 8192 else 3})\n"
@@ -644,6 +689,8 @@ if __name__ == "__main__":
     parser.add_argument("--wire-tokens", type=int, nargs="+", default=[8192, 32768], help="prompt tokens at the end")
     parser.add_argument("--wire-turns", type=int, help="turns per session [Default: one per 1024 prompt tokens]")
     parser.add_argument("--bursts", type=int, default=10, help="--wire: runs of 256 concurrent POST /sessions")
+    parser.add_argument("--wire-stream", action="store_true",
+                        help="--wire: every turn streams (stream: true through tito and to the engine)")  # fmt: skip
     parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC",
                         help="--wire: run tito serve from each of these source trees in turn, side by side "
                         "(e.g. an older commit's src/ from git archive, and this checkout's) "
@@ -651,7 +698,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.wire:
         sys.exit(wire_main(args.wire, args.wire_sessions, args.wire_tokens, args.wire_turns, args.latency_sessions,
-                           args.family, args.bursts, args.tito_src or [ROOT / "src"]))  # fmt: skip
+                           args.family, args.bursts, args.tito_src or [ROOT / "src"], args.wire_stream))  # fmt: skip
     kind = TrajectoryKind(args.trajectory)
     code = asyncio.run(main(args.sessions, args.turns, args.latency_sessions, args.family, kind, args.retry_every))
     if args.journal is not None:

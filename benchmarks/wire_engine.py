@@ -4,8 +4,10 @@
 engine client, the engine's reply parsing, growing prompts, many connections. It answers every generate call at
 once with the same scripted ids (cut at the request's max tokens) and logprobs, in the reply shapes of
 tests/engines/fake_sglang.py and fake_vllm.py (SGLang `POST /generate`; vLLM `POST /v1/completions` with a
-token-id prompt, `GET /v1/models`), non-streaming only. It is a raw asyncio HTTP/1.1 server with orjson, not
-Starlette, so that the engine costs as little as possible: what tito adds is then the visible part.
+token-id prompt, `GET /v1/models`). A request with `stream: true` gets the same reply as an SSE stream, one event
+per id (SGLang's incremental events, as `--incremental-streaming-output` sends them; vLLM's chunks and a usage
+chunk), chunked, all written at once. It is a raw asyncio HTTP/1.1 server with orjson, not Starlette, so that the
+engine costs as little as possible: what tito adds is then the visible part.
 
 Run: python benchmarks/wire_engine.py sglang|vllm PORT IDS   (IDS: comma-separated reply ids)
 """
@@ -33,14 +35,23 @@ def sglang_generate(reply_ids: list[int]) -> Handler:
         ids = reply_ids[: params["max_new_tokens"]]
         stopped = ids and ids[-1] in params["stop_token_ids"]
         finish = {"type": "stop", "matched": ids[-1]} if stopped else {"type": "length", "length": len(ids)}
-        meta = {
-            "id": body["rid"], "finish_reason": finish, "prompt_tokens": len(body["input_ids"]),
-            "completion_tokens": len(ids), "cached_tokens": 0, "weight_version": "default",
-            "output_token_logprobs": [[logprob(i), token, None] for i, token in enumerate(ids)], "e2e_latency": 0.0,
-        }  # fmt: skip
-        return {"text": "", "output_ids": ids, "meta_info": meta}
+        if body.get("stream"):
+            return [
+                event(body, ids, end - 1, end, finish if end == len(ids) else None) for end in range(1, len(ids) + 1)
+            ]
+        return event(body, ids, 0, len(ids), finish)
 
     return answer
+
+
+def event(body: Any, ids: list[int], start: int, end: int, finish: Any) -> Any:
+    """A `/generate` reply (0 to all ids) or an incremental SSE event (the ids from `start`)."""
+    meta = {
+        "id": body["rid"], "finish_reason": finish, "prompt_tokens": len(body["input_ids"]), "completion_tokens": end,
+        "cached_tokens": 0, "weight_version": "default", "e2e_latency": 0.0,
+        "output_token_logprobs": [[logprob(i), ids[i], None] for i in range(start, end)],
+    }  # fmt: skip
+    return {"text": "", "output_ids": ids[start:end], "meta_info": meta}
 
 
 def vllm_completions(reply_ids: list[int]) -> Handler:
@@ -48,18 +59,26 @@ def vllm_completions(reply_ids: list[int]) -> Handler:
         prompt = body["prompt"]
         ids = reply_ids[: body["max_tokens"]]
         stopped = bool(ids) and ids[-1] in (body.get("stop_token_ids") or [])
-        logprobs = [logprob(i) for i in range(len(ids))]
-        choice = {
-            "index": 0, "text": "", "finish_reason": "stop" if stopped else "length",
-            "stop_reason": ids[-1] if stopped else None, "token_ids": ids, "prompt_logprobs": None,
-            "prompt_token_ids": None,
-            "logprobs": {"text_offset": list(range(len(ids))), "token_logprobs": logprobs,
-                         "tokens": [f"<t{token}>" for token in ids], "top_logprobs": None},
-        }  # fmt: skip
+        finish = "stop" if stopped else "length"
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(ids), "total_tokens": len(prompt) + len(ids)}
-        return {"id": "cmpl-1", "object": "text_completion", "model": MODEL, "choices": [choice], "usage": usage}
+        reply = {"id": "cmpl-1", "object": "text_completion", "model": MODEL}
+        if body.get("stream"):
+            chunks = [{**reply, "choices": [choice(ids, end - 1, end, finish if end == len(ids) else None, prompt)]}
+                      for end in range(1, len(ids) + 1)]  # fmt: skip
+            return [*chunks, {**reply, "choices": [], "usage": usage}]
+        return {**reply, "choices": [choice(ids, 0, len(ids), finish, None)], "usage": usage}
 
     return answer
+
+
+def choice(ids: list[int], start: int, end: int, finish: str | None, prompt: list[int] | None) -> Any:
+    """A `/v1/completions` choice for `ids[start:end]` (the stream's first chunk carries the prompt's ids)."""
+    return {
+        "index": 0, "text": "", "finish_reason": finish, "stop_reason": ids[-1] if finish == "stop" else None,
+        "token_ids": ids[start:end], "prompt_logprobs": None, "prompt_token_ids": prompt if start == 0 else None,
+        "logprobs": {"text_offset": list(range(start, end)), "token_logprobs": [logprob(i) for i in range(start, end)],
+                     "tokens": [f"<t{token}>" for token in ids[start:end]], "top_logprobs": None},
+    }  # fmt: skip
 
 
 def routes(kind: str, reply_ids: list[int]) -> dict[tuple[bytes, bytes], Handler]:
@@ -77,6 +96,13 @@ def routes(kind: str, reply_ids: list[int]) -> dict[tuple[bytes, bytes], Handler
 def response(status: bytes, body: bytes) -> bytes:
     head = b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "
     return head + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+def sse_response(events: list[Any]) -> bytes:
+    """A 200 `text/event-stream` of `events` and `[DONE]`, each event one chunk of a chunked body."""
+    chunks = [b"data: " + orjson.dumps(event) + b"\n\n" for event in events] + [b"data: [DONE]\n\n"]
+    body = b"".join(b"%x\r\n%b\r\n" % (len(chunk), chunk) for chunk in chunks) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" + body
 
 
 async def serve_connection(
@@ -99,7 +125,10 @@ async def serve_connection(
                 writer.write(response(b"404 Not Found", orjson.dumps({"error": {"message": f"no route {path!r}"}})))
             else:
                 answer = handler(orjson.loads(payload) if payload else None)
-                writer.write(response(b"200 OK", orjson.dumps(answer) if answer is not None else b""))
+                if isinstance(answer, list):
+                    writer.write(sse_response(answer))
+                else:
+                    writer.write(response(b"200 OK", orjson.dumps(answer) if answer is not None else b""))
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
