@@ -1,19 +1,21 @@
-"""The engine's JSON POST connection pool against a scripted raw HTTP server: kept-alive reuse, chunked and
-read-to-close bodies, a connection the server closed while idle, cancellation, timeouts, malformed replies."""
+"""The engine's connection pool against a scripted raw HTTP server: kept-alive reuse, chunked and read-to-close
+bodies, a connection the server closed while idle, cancellation, timeouts, malformed replies; streamed replies read
+as they arrive (and the SSE lines the engine client takes from them)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from tito.engines.connections import ConnectionPool, HttpProtocolError
-from tito.engines.http import HttpEngineClient
+from tito.engines.http import HttpEngineClient, sse_lines
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
 
-Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | None]]
-"""Given one request's body (and the connection's reader): the raw reply to send, or None to hang up."""
+Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | list[bytes | asyncio.Event | float] | None]]
+"""Given one request's body (and the connection's reader): the raw reply to send, or None to hang up. A list is a
+reply sent in pieces: bytes are written at once, an Event is waited for, a float is slept first."""
 
 
 class RawServer:
@@ -51,8 +53,14 @@ class RawServer:
                 reply = await self.reply(body, reader)
                 if reply is None:
                     break
-                writer.write(reply)
-                await writer.drain()
+                for piece in reply if isinstance(reply, list) else [reply]:
+                    if isinstance(piece, asyncio.Event):
+                        await piece.wait()
+                    elif isinstance(piece, float):
+                        await asyncio.sleep(piece)
+                    else:
+                        writer.write(piece)
+                        await writer.drain()
                 if self.close_after_reply:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -254,3 +262,105 @@ async def test_an_https_engine_url_is_spoken_to_over_tls_not_over_the_plain_pool
     await client.aclose()
     server.close()
     assert first_bytes and first_bytes[0][:1] == b"\x16", first_bytes
+
+
+STREAM_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_reply_yields_each_piece_as_it_arrives_then_its_connection_is_kept():
+    sent_first = asyncio.Event()
+
+    async def two_events(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        return [STREAM_HEAD + chunk(b"data: 1\n\n"), sent_first, chunk(b"data: 2\n\n") + b"0\r\n\r\n"]
+
+    async with RawServer(two_events) as server:
+        client = pool(server.port)
+        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+            assert reply.status == 200 and reply.headers["content-type"] == "text/event-stream"
+            assert await anext(reply.pieces) == b"data: 1\n\n"  # before the server sent the rest
+            sent_first.set()
+            assert [piece async for piece in reply.pieces] == [b"data: 2\n\n"]
+        sent_first.clear()
+        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+            sent_first.set()
+            assert [piece async for piece in reply.pieces] == [b"data: 1\n\n", b"data: 2\n\n"]
+        assert await client.request("POST", "/g", b"{}", {}) is not None
+        assert server.connections == 1, "a stream read to its end leaves its connection for the next request"
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_leaving_a_stream_before_its_end_closes_the_connection_so_the_engine_sees_the_client_leave():
+    left = asyncio.Event()
+
+    async def first_event_then_wait(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        async def watch() -> None:
+            assert await reader.read() == b""  # the end of the stream: the client closed the connection
+            left.set()
+
+        asyncio.get_running_loop().create_task(watch())
+        return [STREAM_HEAD + chunk(b"data: 1\n\n"), left]
+
+    async with RawServer(first_event_then_wait) as server:
+        client = pool(server.port)
+        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+            assert await anext(reply.pieces) == b"data: 1\n\n"
+        await asyncio.wait_for(left.wait(), 5)
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_each_wait_for_a_piece_has_the_timeout_not_the_whole_stream():
+    async def slow_pieces(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        pieces: list[bytes | asyncio.Event | float] = [STREAM_HEAD]
+        for index in range(5):
+            pieces += [0.1, chunk(b"data: %d\n\n" % index)]
+        return [*pieces, b"0\r\n\r\n"]
+
+    async def stalls(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        return [STREAM_HEAD + chunk(b"data: 0\n\n"), 2.0, b"0\r\n\r\n"]
+
+    async with RawServer(slow_pieces) as server:
+        client = ConnectionPool("127.0.0.1", server.port, timeout=0.3, connect_timeout=2.0)
+        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+            assert len([piece async for piece in reply.pieces]) == 5  # 0.5 s in all, each wait 0.1 s
+        await client.aclose()
+    async with RawServer(stalls) as server:
+        client = ConnectionPool("127.0.0.1", server.port, timeout=0.3, connect_timeout=2.0)
+        with pytest.raises(TimeoutError):
+            async with client.stream("POST", "/generate", b"{}", {}) as reply:
+                async for _ in reply.pieces:
+                    pass
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+async def test_sse_lines_end_at_lf_crlf_or_cr_wherever_the_pieces_split(end: bytes):
+    text = b'data: {"a": 1}' + end + end + b": a comment" + end + b"data: [DONE]" + end + end
+
+    async def pieces(split: int) -> AsyncIterator[bytes]:
+        yield text[:split]
+        yield text[split:]
+
+    for split in range(1, len(text)):
+        lines = [line async for line in sse_lines(pieces(split))]
+        assert [line for line in lines if line] == [b'data: {"a": 1}', b": a comment", b"data: [DONE]"], split
+
+
+@pytest.mark.asyncio
+async def test_the_engine_clients_streams_go_over_the_pool_and_reuse_one_connection():
+    async def events(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return STREAM_HEAD + chunk(b'data: {"n": 1}\n\n') + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+
+    async with RawServer(events) as server:
+        client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=5.0)
+        for _ in range(3):
+            assert [event async for event in client.post_sse("/generate", {"stream": True})] == [{"n": 1}]
+        assert server.connections == 1
+        await client.aclose()

@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 client for the engine's per-turn JSON POST: kept-alive connections, constant work per request.
+"""A small HTTP/1.1 client for the engine's per-turn POST, whole or streamed: kept-alive connections, constant work
+per request.
 
 Why not httpx here: under load its pool checks every pooled connection's socket on every request (`has_expired`:
 a `getpeername` and a readability poll per connection), so one engine call costs more with each connection kept,
@@ -9,7 +10,9 @@ connection the server has closed is seen at no cost (the event loop already fed 
 `keepalive_expiry` is closed before the server's own keep-alive timeout can race a request, and a request whose
 reused connection turns out to be closed before any byte of a reply arrives is sent once more on a new one (the
 server closed it before reading the request). A request cancelled or failed midway closes its connection, which is
-how SGLang and vLLM learn that their client went away.
+how SGLang and vLLM learn that their client went away. A streamed reply (`stream`) yields its body's pieces as they
+arrive; its connection goes back to the pool only when the body was read to its end, and every wait for the next
+piece has `timeout` seconds (httpx's read timeout), so a long generation never times out while ids keep coming.
 
 Failures are the built-in ones: `TimeoutError`, `OSError` (refused, reset, closed), `asyncio.IncompleteReadError`,
 `HttpProtocolError` for a reply that is not HTTP/1.1; the engine client maps them to Engine*Errors.
@@ -23,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 
 MAX_HEAD_BYTES = 64 * 1024
@@ -39,6 +42,15 @@ class HttpReply:
     headers: dict[str, str]
     """Lower-cased names."""
     content: bytes
+
+
+@dataclass(frozen=True)
+class StreamedReply:
+    status: int
+    headers: dict[str, str]
+    """Lower-cased names."""
+    pieces: AsyncIterator[bytes]
+    """The body as it arrives (a chunked body's chunks)."""
 
 
 class _Connection:
@@ -75,17 +87,42 @@ class ConnectionPool:
         """Send one request and read its whole reply within `timeout` seconds."""
         head = self._head(method, path, len(body), headers)
         async with asyncio.timeout(self.timeout):
-            connection = self._take_idle()
-            if connection is not None:
-                try:
-                    return await self._exchange(connection, head, body)
-                except _ClosedBeforeReply:
-                    pass  # the server closed the idle connection first: it never read the request; send it anew
-            connection = await self._connect()
+            connection, status_line = await self._send(head, body)
+            kept = False
             try:
-                return await self._exchange(connection, head, body)
-            except _ClosedBeforeReply as exc:
-                raise ConnectionResetError("the engine closed the connection before replying") from exc
+                reply, kept = await _read_reply(connection.reader, status_line)
+                return reply
+            finally:
+                self._release(connection, kept)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, method: str, path: str, body: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[StreamedReply]:
+        """Send one request and yield its reply with the body still to read; leaving the block before the body's end
+        (or on any failure) closes the connection."""
+        head = self._head(method, path, len(body), headers)
+        async with asyncio.timeout(self.timeout):
+            connection, status_line = await self._send(head, body)
+        ended = False
+        try:
+            async with asyncio.timeout(self.timeout):
+                status, headers_read, keep_alive = await _read_head(connection.reader, status_line)
+            body_end = _body_end(status, headers_read)
+
+            async def pieces() -> AsyncGenerator[bytes, None]:
+                nonlocal ended
+                async for piece in _body_pieces(connection.reader, body_end, self.timeout):
+                    yield piece
+                ended = True
+
+            reading = pieces()
+            try:
+                yield StreamedReply(status, headers_read, reading)
+            finally:
+                await reading.aclose()
+        finally:
+            self._release(connection, ended and keep_alive and body_end != _TO_CLOSE)
 
     async def aclose(self) -> None:
         while self._idle:
@@ -114,10 +151,24 @@ class ConnectionPool:
             reader, writer = await asyncio.open_connection(self.host, self.port, limit=MAX_HEAD_BYTES)
         return _Connection(reader, writer)
 
-    async def _exchange(self, connection: _Connection, head: bytes, body: bytes) -> HttpReply:
-        """One request and its reply on `connection`; the connection goes back to the pool only after a whole reply
-        that leaves it open, and is closed on any failure or cancellation."""
-        kept = False
+    async def _send(self, head: bytes, body: bytes) -> tuple[_Connection, bytes]:
+        """Send the request on an idle connection, or a new one, and wait for the reply's status line. The caller
+        releases the connection (`_release`: back to the pool only after a whole reply that leaves it open)."""
+        connection = self._take_idle()
+        if connection is not None:
+            try:
+                return connection, await self._send_on(connection, head, body)
+            except _ClosedBeforeReply:
+                pass  # the server closed the idle connection first: it never read the request; send it anew
+        connection = await self._connect()
+        try:
+            return connection, await self._send_on(connection, head, body)
+        except _ClosedBeforeReply as exc:
+            raise ConnectionResetError("the engine closed the connection before replying") from exc
+
+    async def _send_on(self, connection: _Connection, head: bytes, body: bytes) -> bytes:
+        """Write the request on `connection` and wait for the status line; `_ClosedBeforeReply` when the connection
+        ends first. Any failure or cancellation closes the connection."""
         try:
             writer = connection.writer
             writer.write(head)
@@ -125,19 +176,22 @@ class ConnectionPool:
                 writer.write(body)
             try:
                 await writer.drain()
-                status_line = await connection.reader.readuntil(b"\r\n")
+                return await connection.reader.readuntil(b"\r\n")
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 raise _ClosedBeforeReply from exc
             except asyncio.LimitOverrunError:
                 raise HttpProtocolError(f"a status line longer than {MAX_HEAD_BYTES} bytes") from None
-            reply, kept = await _read_reply(connection.reader, status_line)
-            return reply
-        finally:
-            if kept and len(self._idle) < self.max_idle:
-                connection.idle_since = time.monotonic()
-                self._idle.append(connection)
-            else:
-                connection.close()
+        except BaseException:
+            connection.close()
+            raise
+
+    def _release(self, connection: _Connection, reusable: bool) -> None:
+        """Back to the idle connections when the reply left it open and was read whole; else closed."""
+        if reusable and len(self._idle) < self.max_idle:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
 
 
 class _ClosedBeforeReply(Exception):
@@ -146,6 +200,17 @@ class _ClosedBeforeReply(Exception):
 
 async def _read_reply(reader: asyncio.StreamReader, status_line: bytes) -> tuple[HttpReply, bool]:
     """The reply after its status line, and whether the connection stays open for another request."""
+    status, headers, keep_alive = await _read_head(reader, status_line)
+    body_end = _body_end(status, headers)
+    if body_end == _CHUNKED:
+        return HttpReply(status, headers, await _read_chunks(reader)), keep_alive
+    if body_end == _TO_CLOSE:
+        return HttpReply(status, headers, await reader.read()), False  # the body runs to the end of the connection
+    return HttpReply(status, headers, await reader.readexactly(body_end) if body_end else b""), keep_alive
+
+
+async def _read_head(reader: asyncio.StreamReader, status_line: bytes) -> tuple[int, dict[str, str], bool]:
+    """The status, the headers (lower-cased names) and whether the connection stays open after the body."""
     try:
         version, status_text = status_line.split(b" ", 2)[:2]
         status = int(status_text)
@@ -166,31 +231,66 @@ async def _read_reply(reader: asyncio.StreamReader, status_line: bytes) -> tuple
             if not separator:
                 raise HttpProtocolError(f"a malformed reply header: {line[:100]!r}")
             headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
-    keep_alive = version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
+    return status, headers, version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
+
+
+_CHUNKED = -1
+_TO_CLOSE = -2
+
+
+def _body_end(status: int, headers: Mapping[str, str]) -> int:
+    """How the body ends: its content-length (0: no body), `_CHUNKED`, or `_TO_CLOSE` (at the connection's end)."""
     if status in (204, 304) or 100 <= status < 200:
-        return HttpReply(status, headers, b""), keep_alive
+        return 0
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        return HttpReply(status, headers, await _read_chunks(reader)), keep_alive
+        return _CHUNKED
     length = headers.get("content-length")
-    if length is not None:
-        if not length.isdigit():
-            raise HttpProtocolError(f"content-length {length!r} is not a number")
-        return HttpReply(status, headers, await reader.readexactly(int(length))), keep_alive
-    return HttpReply(status, headers, await reader.read()), False  # the body runs to the end of the connection
+    if length is None:
+        return _TO_CLOSE
+    if not length.isdigit():
+        raise HttpProtocolError(f"content-length {length!r} is not a number")
+    return int(length)
 
 
 async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
     body = bytearray()
-    while True:
-        size_line = await reader.readuntil(b"\r\n")
-        try:
-            size = int(size_line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise HttpProtocolError(f"a malformed chunk size: {size_line[:100]!r}") from None
-        if size == 0:
-            with contextlib.suppress(asyncio.IncompleteReadError):
-                while await reader.readuntil(b"\r\n") != b"\r\n":
-                    pass  # trailers
-            return bytes(body)
+    while (size := await _chunk_size(reader)) != 0:
         body += await reader.readexactly(size + 2)
         del body[-2:]
+    return bytes(body)
+
+
+async def _body_pieces(reader: asyncio.StreamReader, body_end: int, timeout: float) -> AsyncIterator[bytes]:
+    """The body as it arrives, each wait for the next piece at most `timeout` seconds."""
+    if body_end == _CHUNKED:
+        while True:
+            async with asyncio.timeout(timeout):
+                size = await _chunk_size(reader)
+                if size == 0:
+                    return
+                piece = await reader.readexactly(size + 2)
+            yield piece[:-2]
+    remaining = body_end
+    while remaining != 0:
+        async with asyncio.timeout(timeout):
+            piece = await reader.read(65536 if remaining < 0 else min(remaining, 65536))
+        if not piece:
+            if remaining > 0:
+                raise asyncio.IncompleteReadError(b"", remaining)
+            return
+        remaining = remaining - len(piece) if remaining > 0 else remaining
+        yield piece
+
+
+async def _chunk_size(reader: asyncio.StreamReader) -> int:
+    """The next chunk's size; after the last (0), the trailers are read too."""
+    size_line = await reader.readuntil(b"\r\n")
+    try:
+        size = int(size_line.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        raise HttpProtocolError(f"a malformed chunk size: {size_line[:100]!r}") from None
+    if size == 0:
+        with contextlib.suppress(asyncio.IncompleteReadError):
+            while await reader.readuntil(b"\r\n") != b"\r\n":
+                pass  # trailers
+    return size

@@ -1,4 +1,5 @@
-"""HTTP plumbing the SGLang and vLLM engines share: one pooled httpx client, JSON and SSE calls, typed errors.
+"""HTTP plumbing the SGLang and vLLM engines share: JSON and SSE calls on a small connection pool (httpx for https
+and GETs), typed errors.
 
 Bodies are encoded and decoded with orjson: a 32k-token reply is 1.4 MB of JSON, which the standard library
 decodes 3-10x slower (benchmarks/engines.py).
@@ -35,8 +36,8 @@ JsonObject = dict[str, Any]
 REFUSALS = (400, 413, 422)
 """Statuses by which an engine refuses the request's content (prompt too long, a sampling parameter out of range):
 the client's to fix, so they stay 400. Every other engine status is the engine's fault, never the client's."""
-SSE_DATA = "data:"
-SSE_DONE = "[DONE]"
+SSE_DATA = b"data:"
+SSE_DONE = b"[DONE]"
 
 
 class HttpEngineClient:
@@ -79,33 +80,48 @@ class HttpEngineClient:
     async def post_sse(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> AsyncGenerator[JsonObject, None]:
-        """POST and yield each SSE `data:` event as a JSON object until `data: [DONE]` or the end of the stream.
+        """POST and yield each SSE `data:` event as a JSON object until `data: [DONE]` or the end of the stream; over
+        plain http, on the connection pool too (a streamed turn's call).
 
-        Closing the iterator closes the connection: both SGLang and vLLM abort a request whose client went away.
+        Closing the iterator before the stream's end closes the connection: both SGLang and vLLM abort a request
+        whose client went away. After `[DONE]` the body is read to its end, so the connection goes back to the pool.
         """
-        async with self._errors_mapped(path):
-            content = orjson.dumps(body)
-            request = self._client.build_request("POST", path, content=content, headers=_json_headers(headers))
-            response = await self._client.send(request, stream=True)
-            try:
-                if response.status_code >= 400:
-                    await response.aread()
-                    self.raise_for_status(path, response)
-                async for line in response.aiter_lines():
-                    if not line.startswith(SSE_DATA):
-                        continue  # blank separators, comments, `event:` lines
-                    data = line[len(SSE_DATA) :].strip()
-                    if data == SSE_DONE:
-                        return
-                    event = self.decode(path, data.encode())
-                    if not isinstance(event, dict):
-                        detail = f"{path}: SSE event is not a JSON object: {data[:200]}"
-                        raise EngineResponseError(self.engine, detail, fault="malformed")
-                    if "error" in event:
-                        self.raise_error_event(path, event)
-                    yield event
-            finally:
-                await response.aclose()
+        content = orjson.dumps(body)
+        async with self._errors_mapped(path), self._streamed_post(path, content, _json_headers(headers)) as reply:
+            status, pieces = reply
+            if status >= 400:
+                self.raise_for_status(path, httpx.Response(status, content=b"".join([p async for p in pieces])))
+            done = False
+            async for line in sse_lines(pieces):
+                if done or not line.startswith(SSE_DATA):
+                    continue  # blank separators, comments, `event:` lines; anything after [DONE]
+                data = line[len(SSE_DATA) :].strip()
+                if data == SSE_DONE:
+                    done = True
+                    continue
+                event = self.decode(path, data)
+                if not isinstance(event, dict):
+                    detail = f"{path}: SSE event is not a JSON object: {data[:200].decode('utf-8', 'replace')}"
+                    raise EngineResponseError(self.engine, detail, fault="malformed")
+                if "error" in event:
+                    self.raise_error_event(path, event)
+                yield event
+
+    @asynccontextmanager
+    async def _streamed_post(
+        self, path: str, content: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
+        """A POST's status and its body as it arrives: on the pool over plain http, on httpx otherwise (https)."""
+        if self._pool is not None:
+            async with self._pool.stream("POST", self._prefix + path, content, headers) as streamed:
+                yield streamed.status, streamed.pieces
+            return
+        response = await self._client.send(self._client.build_request("POST", path, content=content, headers=headers),
+                                           stream=True)  # fmt: skip
+        try:
+            yield response.status_code, response.aiter_bytes()
+        finally:
+            await response.aclose()
 
     def decode(self, path: str, content: bytes) -> Any:
         try:
@@ -175,6 +191,18 @@ class HttpEngineClient:
             ) from exc
         except HttpProtocolError as exc:
             raise EngineResponseError(self.engine, f"{path}: {exc}") from exc
+
+
+async def sse_lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """An SSE body's lines as each completes (a line ends at LF, CRLF or CR), without their line ends."""
+    pending = b""
+    async for piece in pieces:
+        lines = (pending + piece).splitlines(keepends=True)
+        pending = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+        for line in lines:
+            yield line.rstrip(b"\r\n")
+    if pending:
+        yield pending
 
 
 def engine_words(content: bytes) -> str:
