@@ -364,3 +364,45 @@ async def test_the_engine_clients_streams_go_over_the_pool_and_reuse_one_connect
             assert [event async for event in client.post_sse("/generate", {"stream": True})] == [{"n": 1}]
         assert server.connections == 1
         await client.aclose()
+
+
+CHUNKED_WITH_TRAILERS = b'5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\nx-trailer: t\r\n\r\n'
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("split", range(1, len(CHUNKED_WITH_TRAILERS)))
+async def test_a_chunked_body_split_anywhere_is_decoded_whole_or_streamed_and_the_connection_kept(split: int):
+    async def in_two_parts(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        return [STREAM_HEAD + CHUNKED_WITH_TRAILERS[:split], 0.002, CHUNKED_WITH_TRAILERS[split:]]
+
+    async with RawServer(in_two_parts) as server:
+        client = pool(server.port)
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
+        async with client.stream("POST", "/g", b"", {}) as reply:
+            assert b"".join([piece async for piece in reply.pieces]) == b'{"a": 1}'
+        assert server.connections == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"zz\r\nabc\r\n0\r\n\r\n", "malformed chunk size"),
+        (b"3\r\nabcXY0\r\n\r\n", "not followed by CRLF"),
+        (b"3\r\nabc\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n", "after the end of a chunked body"),
+    ],
+)
+async def test_a_malformed_chunked_body_is_a_protocol_error_streamed_or_whole(body: bytes, error: str):
+    async def malformed(request: bytes, reader: asyncio.StreamReader) -> bytes:
+        return STREAM_HEAD + body
+
+    async with RawServer(malformed) as server:
+        client = pool(server.port)
+        with pytest.raises(HttpProtocolError, match=error):
+            await client.request("POST", "/g", b"", {})
+        with pytest.raises(HttpProtocolError, match=error):
+            async with client.stream("POST", "/g", b"", {}) as reply:
+                async for _ in reply.pieces:
+                    pass
+        await client.aclose()

@@ -253,23 +253,15 @@ def _body_end(status: int, headers: Mapping[str, str]) -> int:
 
 
 async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
-    body = bytearray()
-    while (size := await _chunk_size(reader)) != 0:
-        body += await reader.readexactly(size + 2)
-        del body[-2:]
-    return bytes(body)
+    return b"".join([piece async for piece in _chunked_pieces(reader, None)])
 
 
 async def _body_pieces(reader: asyncio.StreamReader, body_end: int, timeout: float) -> AsyncIterator[bytes]:
     """The body as it arrives, each wait for the next piece at most `timeout` seconds."""
     if body_end == _CHUNKED:
-        while True:
-            async with asyncio.timeout(timeout):
-                size = await _chunk_size(reader)
-                if size == 0:
-                    return
-                piece = await reader.readexactly(size + 2)
-            yield piece[:-2]
+        async for piece in _chunked_pieces(reader, timeout):
+            yield piece
+        return
     remaining = body_end
     while remaining != 0:
         async with asyncio.timeout(timeout):
@@ -282,15 +274,49 @@ async def _body_pieces(reader: asyncio.StreamReader, body_end: int, timeout: flo
         yield piece
 
 
-async def _chunk_size(reader: asyncio.StreamReader) -> int:
-    """The next chunk's size; after the last (0), the trailers are read too."""
-    size_line = await reader.readuntil(b"\r\n")
-    try:
-        size = int(size_line.split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        raise HttpProtocolError(f"a malformed chunk size: {size_line[:100]!r}") from None
-    if size == 0:
-        with contextlib.suppress(asyncio.IncompleteReadError):
-            while await reader.readuntil(b"\r\n") != b"\r\n":
-                pass  # trailers
-    return size
+async def _chunked_pieces(reader: asyncio.StreamReader, timeout: float | None) -> AsyncIterator[bytes]:
+    """A chunked body's data as it arrives: the complete chunks of each read joined into one piece (a burst of SSE
+    events is one piece, not one per event), each wait at most `timeout` seconds (None: no limit)."""
+    buffer = bytearray()
+    while True:
+        async with asyncio.timeout(timeout):
+            received = await reader.read(65536)
+        if not received:
+            raise asyncio.IncompleteReadError(bytes(buffer), None)
+        buffer += received
+        data, consumed, ended = _complete_chunks(buffer)
+        del buffer[:consumed]
+        if data:
+            yield data
+        if ended:
+            if buffer:  # a server answering one request at a time sends nothing after the reply
+                raise HttpProtocolError(f"{len(buffer)} bytes after the end of a chunked body: {bytes(buffer[:100])!r}")
+            return
+
+
+def _complete_chunks(buffer: bytearray) -> tuple[bytes, int, bool]:
+    """The data of the complete chunks at the start of `buffer`, how many bytes they take, and whether the last
+    chunk (size 0, then its trailers and an empty line) is among them."""
+    data = bytearray()
+    position = 0
+    while (line_end := buffer.find(b"\r\n", position)) >= 0:
+        size_field = bytes(buffer[position:line_end])
+        try:
+            size = int(size_field.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise HttpProtocolError(f"a malformed chunk size: {size_field[:100]!r}") from None
+        start = line_end + 2
+        if size == 0:
+            if buffer.startswith(b"\r\n", start):
+                return bytes(data), start + 2, True
+            trailers_end = buffer.find(b"\r\n\r\n", start)
+            if trailers_end < 0:
+                break  # the trailers are not all here yet
+            return bytes(data), trailers_end + 4, True
+        if len(buffer) < start + size + 2:
+            break
+        if not buffer.startswith(b"\r\n", start + size):
+            raise HttpProtocolError(f"a chunk of {size} bytes is not followed by CRLF")
+        data += buffer[start : start + size]
+        position = start + size + 2
+    return bytes(data), position, False
