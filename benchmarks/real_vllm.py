@@ -57,7 +57,7 @@ class Loop:
     stream: bool = False
     latencies: list[float] = field(default_factory=list)
     first_event: list[float] = field(default_factory=list)
-    """Streamed: seconds to the first SSE event with a choice (time to first token)."""
+    """Streamed: seconds to the first SSE event that carries generated text (time to the first token)."""
     prompt_tokens: list[int] = field(default_factory=list)
     reply_tokens: list[int] = field(default_factory=list)
 
@@ -73,9 +73,9 @@ class Loop:
         with client.stream("POST", self.path, json=body) as response:
             received = bytearray()
             for piece in response.iter_bytes():
-                if self.stream and len(self.first_event) == turn and b'"choices":[{' in received + piece:
-                    self.first_event.append(time.perf_counter() - started)
                 received += piece
+                if self.stream and len(self.first_event) == turn and carries_text(received):
+                    self.first_event.append(time.perf_counter() - started)
         self.latencies.append(time.perf_counter() - started)
         if response.status_code != 200:
             raise RuntimeError(f"{self.path} turn {turn}: {response.status_code} {received[:300]!r}")
@@ -84,6 +84,16 @@ class Loop:
         self.reply_tokens.append(reply["usage"]["completion_tokens"])
         self.messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"] or ""})
         self.messages.append({"role": "user", "content": appended_text(self.agent, turn, append_tokens)})
+
+
+def carries_text(received: bytearray) -> bool:
+    """Whether a complete SSE event so far has a delta with text (not the opening role-only chunk)."""
+    for line in bytes(received).split(b"\n")[:-1]:
+        if line.startswith(b"data: {"):
+            for choice in orjson.loads(line[6:]).get("choices") or ():
+                if (choice.get("delta") or {}).get("content"):
+                    return True
+    return False
 
 
 def new_loop(agent: int, path: str, stream: bool) -> Loop:
@@ -208,7 +218,7 @@ def report(loops: dict[str, list[Loop]], cpu: dict[str, list[float]], count: int
           f"p90 {added_all[int(0.9 * (len(added_all) - 1))]:.2f} ms over {len(added_all)} turns")  # fmt: skip
     if loops["direct"][0].stream:
         first = {way: statistics.median(t for loop in loops[way] for t in loop.first_event) * 1e3 for way in loops}
-        print(f"streamed, time to the first event with a choice, median: {first['direct']:.2f} ms on vLLM's chat "
+        print(f"streamed, time to the first text delta, median: {first['direct']:.2f} ms on vLLM's chat "
               f"endpoint, {first['tito']:.2f} ms through tito")  # fmt: skip
     api_direct, core_direct, _ = (value / count * 1e3 for value in cpu["direct"])
     api_tito, core_tito, tito_cpu = (value / count * 1e3 for value in cpu["tito"])
