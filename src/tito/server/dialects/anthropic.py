@@ -12,14 +12,13 @@ Reply: content blocks built from the assistant message's deltas by `Blocks`, the
 (server.dialects.anthropic_stream) runs on the engine's deltas, so a stream adds up to the whole reply: `thinking`
 (signed), `text`, `tool_use` (`id` is the stored tool-call id, `input` the model's own arguments parsed).
 
-Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.signing,
-server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
+server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -27,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tito.errors import TitoError
 from tito.families.base import Family
-from tito.parsing.incremental import Delta
+from tito.parsing.incremental import ToolCallDelta
 from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, thinking_kwargs
+from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
 from tito.server.models import ChatCompletionRequest
@@ -262,36 +262,19 @@ _DELTA_FIELDS = {"thinking": ("thinking_delta", "thinking"), "text": ("text_delt
                  "tool_use": ("input_json_delta", "partial_json")}  # fmt: skip
 
 
-class Blocks:
+class Blocks(DeltaParts):
     """An Anthropic message's content blocks, built from the assistant message's deltas in order, and (when
     `events` is a list) the stream events each delta makes, as SSE bytes (`content_block_start`, `..._delta`,
-    `..._stop`). A delta that continues the open block is the hot path: its event's head is encoded once."""
+    `..._stop`)."""
+
+    REASONING = "thinking"
+    TEXT = "text"
+    DELTA_END = b"}}\n\n"
 
     def __init__(self, signature: str) -> None:
+        super().__init__()
         self.signature = signature
         self.blocks: list[dict[str, Any]] = []
-        self._parts: list[list[str]] = []
-        self._open: str | None = None
-        self._delta_head = b""
-
-    def feed(self, deltas: Sequence[Delta], events: list[bytes] | None) -> None:
-        for delta in deltas:
-            if delta.reasoning_content is not None:
-                self._into("thinking", events)
-                self._add(delta.reasoning_content, events)
-            elif delta.content is not None:
-                self._into("text", events)
-                self._add(delta.content, events)
-            elif delta.tool_call is not None:
-                call = delta.tool_call
-                if call.id is not None:
-                    self._close(events)
-                    self._start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}, events)
-                if call.arguments:
-                    self._add(call.arguments, events)
-
-    def close(self, events: list[bytes] | None) -> None:
-        self._close(events)
 
     def content(self) -> list[dict[str, Any]]:
         """The blocks as the reply's `content` (call only after `close`)."""
@@ -306,13 +289,14 @@ class Blocks:
                 content.append({**block, "input": orjson.loads(text) if text else {}})
         return content
 
-    def _into(self, kind: str, events: list[bytes] | None) -> None:
-        if self._open != kind:
-            self._close(events)
-            empty = {"thinking": "", "signature": ""} if kind == "thinking" else {"text": ""}
-            self._start({"type": kind, **empty}, events)
+    def _open_part(self, kind: str, events: Events) -> None:
+        empty = {"thinking": "", "signature": ""} if kind == "thinking" else {"text": ""}
+        self._start({"type": kind, **empty}, events)
 
-    def _start(self, block: dict[str, Any], events: list[bytes] | None) -> None:
+    def _open_call(self, call: ToolCallDelta, events: Events) -> None:
+        self._start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}}, events)
+
+    def _start(self, block: dict[str, Any], events: Events) -> None:
         self.blocks.append(block)
         self._parts.append([])
         self._open = block["type"]
@@ -325,12 +309,7 @@ class Blocks:
                 % (index, kind.encode(), field.encode())
             )
 
-    def _add(self, text: str, events: list[bytes] | None) -> None:
-        self._parts[-1].append(text)
-        if events is not None:
-            events.append(self._delta_head + orjson.dumps(text) + b"}}\n\n")
-
-    def _close(self, events: list[bytes] | None) -> None:
+    def _close(self, events: Events) -> None:
         if self._open is None:
             return
         index = len(self.blocks) - 1

@@ -15,8 +15,8 @@ Reply: output items built from the assistant message's deltas by `Items`, the sa
 `reasoning` (its text as `reasoning_text` content, `encrypted_content` signed), `message` (`output_text`),
 `function_call` (`call_id` is the stored tool-call id, `arguments` the model's own text).
 
-Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.signing,
-server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
+server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tito.errors import TitoError
 from tito.families.base import Family
-from tito.parsing.incremental import Delta
+from tito.parsing.incremental import ToolCallDelta
 from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, stored_turn, thinking_kwargs
+from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
 from tito.server.models import ChatCompletionRequest
@@ -244,8 +245,6 @@ def _chat_tool_choice(choice: str | dict[str, Any]) -> Any:
     raise BadRequestError(f"tool_choice: {choice!r} is not supported (auto, none, required or a function)")
 
 
-Events = list[bytes] | None
-"""Where `Items` writes stream events (None: a whole reply, no events)."""
 _DELTAS: dict[str, tuple[str, dict[str, Any]]] = {
     "reasoning": ("response.reasoning_text.delta", {"content_index": 0}),
     "message": ("response.output_text.delta", {"content_index": 0, "logprobs": []}),
@@ -258,43 +257,24 @@ def _emit(events: Events, event: dict[str, Any]) -> None:
         events.append(b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event)[:-1])
 
 
-class Items:
+class Items(DeltaParts):
     """A response's output items, built from the assistant message's deltas in order, and (when `events` is a
     list) the stream events each delta makes, as SSE bytes open before their `sequence_number` (the stream encoder
-    numbers them and closes them). A delta that continues the open item is the hot path: its head is encoded once."""
+    numbers them and closes them)."""
+
+    REASONING = "reasoning"
+    TEXT = "message"
 
     def __init__(self, response_id: str, encrypted_content: str) -> None:
+        super().__init__()
         self.suffix = response_id.removeprefix("resp_")
         self.encrypted_content = encrypted_content
         self.items: list[dict[str, Any]] = []
-        self._parts: list[list[str]] = []
-        self._open: str | None = None
-        self._delta_head = b""
 
-    def feed(self, deltas: Sequence[Delta], events: Events) -> None:
-        for delta in deltas:
-            if delta.reasoning_content is not None:
-                self._into("reasoning", events)
-                self._add(delta.reasoning_content, events)
-            elif delta.content is not None:
-                self._into("message", events)
-                self._add(delta.content, events)
-            elif delta.tool_call is not None:
-                call = delta.tool_call
-                if call.id is not None:
-                    self._close(events)
-                    item = {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
-                    self._start(item, events)
-                if call.arguments:
-                    self._add(call.arguments, events)
+    def _open_call(self, call: ToolCallDelta, events: Events) -> None:
+        self._start({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}, events)
 
-    def close(self, events: Events) -> None:
-        self._close(events)
-
-    def _into(self, kind: str, events: Events) -> None:
-        if self._open == kind:
-            return
-        self._close(events)
+    def _open_part(self, kind: str, events: Events) -> None:
         if kind == "reasoning":
             self._start({"type": "reasoning", "summary": []}, events)
         else:
@@ -316,11 +296,6 @@ class Items:
             kind, fields = _DELTAS[item["type"]]
             where = orjson.dumps({"type": kind, **self._where(), **fields})[:-1]
             self._delta_head = b"event: " + kind.encode() + b"\ndata: " + where + b',"delta":'
-
-    def _add(self, text: str, events: Events) -> None:
-        self._parts[-1].append(text)
-        if events is not None:
-            events.append(self._delta_head + orjson.dumps(text))
 
     def _close(self, events: Events) -> None:
         if self._open is None:
