@@ -209,6 +209,17 @@ def test_a_reflection_call_without_tools_continues_the_conversation_and_is_count
     assert described["resends"]["rules"] == {"tools_omitted": 1}
 
 
+def test_a_refusal_for_other_tools_is_counted_in_resends(serve: ServerFactory) -> None:
+    linear = serve()
+    session_id = linear.new_session()
+    main = [SYSTEM, user("use the tool")]
+    main.append(ask(linear, session_id, main, tools=TOOLS))
+    other = [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object", "properties": {}}}}]
+    with pytest.raises(openai.BadRequestError, match="tools differ"):
+        ask(linear, session_id, [*main, user("again")], tools=other)
+    assert linear.http.get(f"/sessions/{session_id}").json()["resends"]["failed"] == 1
+
+
 def test_a_restart_replays_every_conversation_and_its_labels(qwen3_tokenizer: LocalTokenizer, tmp_path: Path) -> None:
     with running_server(qwen3_tokenizer, journal=tmp_path) as live:
         session_id = live.new_session()
