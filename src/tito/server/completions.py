@@ -79,29 +79,59 @@ def is_sdk_retry(headers: Mapping[str, str]) -> bool:
     return value.isdigit() and int(value) > 0
 
 
-async def prepare_turn(
+@dataclass(frozen=True)
+class TurnPrompt:
+    """What a turn's request would run on: the session's tokenizer, the plan and the prompt ids."""
+
+    tito_tokenizer: TitoTokenizer
+    plan: TurnPlan
+    prompt_ids: array[int]
+    kept_parent_ids: int
+
+
+async def plan_prompt(
     state: ServerState, session: Session, request: ChatCompletionRequest, body_fingerprint: str, is_retry: bool
-) -> PreparedTurn | TurnCommitted:
-    """Validate and plan the turn and build its prompt ids; mutates nothing. A committed turn when the request is
-    an SDK retry of it (reply with that instead of sampling again)."""
+) -> TurnPrompt | TurnCommitted:
+    """Plan the turn and build its prompt ids; mutates and counts nothing (count_tokens asks only this). A
+    committed turn when the request is an SDK retry of it."""
     tito_tokenizer = state.tokenizers.get(
         session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
     )
+    plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
+    if plan.idempotent_reply is not None:
+        return plan.idempotent_reply
+    appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
+    if appended_chars > state.options.offload_chars:
+        prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
+    else:
+        prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+    return TurnPrompt(tito_tokenizer, plan, prompt_ids, kept)
+
+
+async def prepare_turn(
+    state: ServerState, session: Session, request: ChatCompletionRequest, body_fingerprint: str, is_retry: bool
+) -> PreparedTurn | TurnCommitted:
+    """Validate and plan the turn and build its prompt ids, counting how the resend matched; mutates nothing. A
+    committed turn when the request is an SDK retry of it (reply with that instead of sampling again)."""
     try:
-        plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
-        if plan.idempotent_reply is not None:
-            return plan.idempotent_reply
-        appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
-        if appended_chars > state.options.offload_chars:
-            prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
-        else:
-            prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+        prompt = await plan_prompt(state, session, request, body_fingerprint, is_retry)
     except AppendOnlyError:
         count_resend(session.resends, state.metrics, None)
         raise
-    count_resend(session.resends, state.metrics, plan)
-    sampling = sampling_params(state, tito_tokenizer, request, len(prompt_ids))
-    return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint)
+    if isinstance(prompt, TurnCommitted):
+        return prompt
+    count_resend(session.resends, state.metrics, prompt.plan)
+    sampling = sampling_params(state, prompt.tito_tokenizer, request, len(prompt.prompt_ids))
+    return PreparedTurn(
+        session,
+        request,
+        prompt.tito_tokenizer,
+        prompt.plan,
+        prompt.prompt_ids,
+        prompt.kept_parent_ids,
+        sampling,
+        body_fingerprint,
+    )
 
 
 def build_prompt_ids(

@@ -19,7 +19,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.completions import PreparedTurn, complete_turn, fingerprint, is_sdk_retry, prepare_turn
+from tito.server.completions import (
+    PreparedTurn,
+    TurnPrompt,
+    complete_turn,
+    fingerprint,
+    is_sdk_retry,
+    plan_prompt,
+    prepare_turn,
+)
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
@@ -135,9 +143,9 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             body = await read_body(request, limit)
             asked = anthropic.parse_request(body, needs_max_tokens=False)
             chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
-            try:  # the prompt ids the turn would run on, attached where planning attaches it
-                prepared = await prepare_turn(state, session, chat, fingerprint(body), False)
-                count = len(prepared.prompt_ids) if isinstance(prepared, PreparedTurn) else 0
+            try:  # the prompt ids the turn would run on, attached where planning attaches it (no resend counted)
+                prompt = await plan_prompt(state, session, chat, fingerprint(body), False)
+                count = len(prompt.prompt_ids) if isinstance(prompt, TurnPrompt) else 0
             except TitoError:  # a conversation the session cannot extend: its ids rendered whole
                 tito_tokenizer = state.tokenizers.get(
                     session.config.chat_template_kwargs, chat.chat_template_kwargs, session.config.allowed_append_roles
