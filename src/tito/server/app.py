@@ -188,7 +188,7 @@ def create_app(state: ServerState) -> FastAPI:
         chat = parse_chat_request(body)
         prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
         if chat.stream:
-            return streamed_reply(state, chat, prepared, request.receive)
+            return streamed_reply(state, chat, prepared, request.receive, started)
         if isinstance(prepared, TurnCommitted):
             stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
             return json_response(reply_body(prepared, state.model_name, stored))

@@ -1,8 +1,10 @@
-"""One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, record, reply.
+"""One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, finish (parse, record, commit),
+reply.
 
-A streaming handler reuses every step but `generate` and `reply_body`: it streams from the engine, collects
-the same `Generation`, and then calls `build_turn` and commits like the whole-reply path (`complete_turn`).
-Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
+`finish_turn` is the one place a turn is finished: the whole-reply path (`complete_turn`) and the streaming one
+(server.streaming.stream_turn, which streams from the engine and collects the same `Generation`) both end in it,
+in every dialect (server.dialects runs these same steps on the chat request it translates its own into), so a
+parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
 Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.events, server (its
 modules).
@@ -26,7 +28,7 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
 from tito.server.aborting import TurnWatch
-from tito.server.errors import BadRequestError, validation_error
+from tito.server.errors import BadRequestError, SessionGoneError, validation_error
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.resends import count_resend
@@ -213,32 +215,69 @@ async def complete_turn(
     started: float,
     label: Callable[[TurnCommitted], TurnCommitted] | None = None,
 ) -> CompletedTurn:
-    """The whole-reply turn: generate (aborted if the client goes away), parse, record, commit. `label` sets what
-    a dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
+    """The whole-reply turn: generate (aborted if the client goes away), then `finish_turn`. `label` sets what a
+    dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
     engine_started = time.monotonic()
     async with TurnWatch(state.engine, prepared.request_id, prepared.session, receive):
         generation = await generate(state, prepared)
     engine_seconds = time.monotonic() - engine_started
-    turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
-    if label is not None:
-        turn = label(turn)
-    committed = await state.registry.commit(prepared.session, prepared.plan, turn)
-    state.metrics.observe_turn(
-        len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
+    parser = prepared.tito_tokenizer
+    turn = await finish_turn(
+        state,
+        prepared,
+        generation,
+        lambda: parser.parse_built_completion(generation.output_ids, prepared.prompt_ids, prepared.request.tools),
+        TurnTiming(started, engine_seconds),
+        label,
     )
-    return CompletedTurn(committed or turn, generation)
+    return CompletedTurn(turn, generation)
 
 
-def parse_generation(prepared: PreparedTurn, generation: Generation) -> ParseResult:
+@dataclass(frozen=True)
+class TurnTiming:
+    """A turn's clock, measured the same way whole or streamed (monotonic seconds)."""
+
+    started: float
+    """When the request arrived (before its body was read)."""
+    engine_seconds: float
+    """The engine call's wall time: from the request leaving to the last id (a stream's end), on tito's clock."""
+
+
+async def finish_turn(
+    state: ServerState,
+    prepared: PreparedTurn,
+    generation: Generation,
+    parse: Callable[[], ParseResult],
+    timing: TurnTiming,
+    label: Callable[[TurnCommitted], TurnCommitted] | None = None,
+) -> TurnCommitted:
+    """The one place a turn is finished, whole or streamed, in every dialect: parse the sampled ids, build the
+    turn's event, label it as the dialect records it, commit it, count it. Returns the turn as committed.
+
+    One behaviour for every path: a parser that raises is a 502 naming the parser (`parse_failure`: the sampled
+    ids could not become a reply; nothing is recorded and a retry samples anew); a session deleted between the
+    engine's end and the commit is a 410 (SessionGoneError), never a reply naming a node that was not recorded."""
     try:
-        return prepared.tito_tokenizer.parse_built_completion(
-            generation.output_ids, prepared.prompt_ids, prepared.request.tools
-        )
+        result = parse()
     except TitoError:
         raise
     except Exception as exc:
-        detail = f"the sampled ids could not be parsed: {type(exc).__name__}: {exc}"
-        raise EngineResponseError("parser", detail) from exc
+        raise parse_failure(exc) from exc
+    turn = build_turn(prepared, generation, result, state.engine.info)
+    if label is not None:
+        turn = label(turn)
+    committed = await state.registry.commit(prepared.session, prepared.plan, turn)
+    if committed is None:
+        raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
+    state.metrics.observe_turn(
+        len(prepared.prompt_ids), len(generation.output_ids), timing.engine_seconds, time.monotonic() - timing.started
+    )
+    return committed
+
+
+def parse_failure(exc: Exception) -> EngineResponseError:
+    """A parser exception on sampled ids (whole or incremental): a 502 that names the parser."""
+    return EngineResponseError("parser", f"the sampled ids could not be parsed: {type(exc).__name__}: {exc}")
 
 
 def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:

@@ -83,13 +83,15 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
                 response.headers.update(error_headers(exc))  # e.g. Retry-After on an engine that is down
             return response
 
-    def streamed(prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn) -> Response:
+    def streamed(
+        prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn, started: float
+    ) -> Response:
         """The turn streamed by the dialect's encoder, or a committed turn (an SDK retry) streamed again."""
         if isinstance(prepared, TurnCommitted):
             prompt_tokens = int(prepared.metadata.get("prompt_tokens", 0))
             return SseResponse(replay_committed(prepared, asked.encoder(prepared.response_id, prompt_tokens)))
         encoder = asked.encoder(new_id(asked.id_prefix), len(prepared.prompt_ids))
-        return SseResponse(stream_turn(state, prepared, request.receive, encoder))
+        return SseResponse(stream_turn(state, prepared, request.receive, started, encoder))
 
     async def run_turn(session_id: str, request: Request, translate: Translate) -> Response:
         """One turn of any dialect: the chat path's steps on the translated request, the reply in the dialect."""
@@ -99,7 +101,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         asked = translate(body, session)
         prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), is_sdk_retry(request.headers))
         if asked.stream:
-            return streamed(prepared, request, asked)
+            return streamed(prepared, request, asked, started)
         if isinstance(prepared, PreparedTurn):
             label = labeller(new_id(asked.id_prefix), asked.dialect)
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
