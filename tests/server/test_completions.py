@@ -64,6 +64,10 @@ def test_every_turn_prompt_is_the_stored_ids_plus_junction_plus_appended_ids(
     for turn, (request, appended) in enumerate(zip(requests, user_turns, strict=True)):
         new_messages = [*stored_messages, *appended]
         appended_ids = tt.tokenize_additional_messages(stored_messages, new_messages)
+        # An oracle that is not the function the server calls: the tokenizer's own ids of the whole render (the
+        # scripted reply is the canonical ids of its message, so the two must agree on every turn).
+        rendered = tt.render(new_messages, add_generation_prompt=True)
+        assert list(request.prompt_ids) == qwen3_tokenizer.encode(rendered), f"turn {turn}"
         if turn == 0:
             assert list(request.prompt_ids) == appended_ids
         else:
