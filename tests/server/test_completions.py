@@ -18,6 +18,7 @@ import pytest
 
 from tests.server.conftest import Server, ServerFactory
 from tito.parsing.pipeline import CompletionParser
+from tito.server.launch import INSTANT_REPLY
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -102,14 +103,14 @@ def test_reply_is_openai_shaped_with_usage_and_finish_reason(server: Server) -> 
     )  # fmt: skip
     assert reply.id.startswith("chatcmpl-")
     assert reply.choices[0].finish_reason == "stop"
-    assert reply.choices[0].message.content
+    assert reply.choices[0].message.content == INSTANT_REPLY
     assert reply.usage is not None and reply.usage.completion_tokens == len(server.engine.default_reply)
     assert reply.usage.prompt_tokens == len(server.engine.requests[-1].prompt_ids)
     assert reply.usage.prompt_tokens_details is not None and reply.usage.prompt_tokens_details.cached_tokens == 0
     sampling = server.engine.requests[-1].sampling
     assert (sampling.temperature, sampling.top_p, sampling.seed, sampling.max_new_tokens) == (0.5, 0.9, 7, 64)
     assert (sampling.top_k, sampling.min_p, sampling.stop) == (5, 0.1, ("never",))
-    assert sampling.stop_token_ids  # the family's stop tokens reach the engine
+    assert sampling.stop_token_ids == (151645, 151643)  # the family's stop tokens reach the engine: im_end, endoftext
 
 
 def test_tool_calls_come_back_with_ids_and_invalid_calls_are_counted(

@@ -39,7 +39,7 @@ async def drive(registry: SessionRegistry) -> str:
             messages = [*trajectory.messages()[:2], {"role": "user", "content": text}]  # type: ignore[attr-defined]
         plan = trajectory.plan(messages, None, text, False)
         event = turn(sid, trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids), text)
-        assert await registry.commit(session, plan, event)
+        assert await registry.commit(session, plan, event) == event  # recorded as built (ids in commit order)
     await registry.samples_taken(session)
     return sid
 
@@ -67,7 +67,8 @@ def test_a_plan_made_before_another_commit_is_refused() -> None:
         trajectory = session.trajectory
         first = trajectory.plan([{"role": "user", "content": "x"}], None, "a", False)
         second = trajectory.plan([{"role": "user", "content": "y"}], None, "b", False)
-        assert await registry.commit(session, first, turn(session.session_id, 0, None, 0, "x"))
+        committed = await registry.commit(session, first, turn(session.session_id, 0, None, 0, "x"))
+        assert committed is not None and committed.node_id == 0
         with pytest.raises(SessionMovedOnError):
             await registry.commit(session, second, turn(session.session_id, 1, None, 0, "y"))
 
