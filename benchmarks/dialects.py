@@ -74,7 +74,7 @@ async def one_turn(state: ServerState, dialect: str) -> tuple[float, int]:
     encoder = ENCODERS[dialect](state, prepared)
     events = 0
     start = time.perf_counter()
-    async for event in stream_turn(state, prepared, never_disconnects, encoder):
+    async for event in stream_turn(state, prepared, never_disconnects, time.monotonic(), encoder):
         events += event.count(b"data: ")
         assert b"event: error" not in event, event
     return time.perf_counter() - start, events
@@ -224,7 +224,7 @@ def http_section(args: argparse.Namespace) -> bool:
 async def one_committed_turn(state: ServerState) -> TurnCommitted:
     """A committed turn with reasoning, content and two tool calls to write replies of."""
     prepared = await prepared_turn(state)
-    async for _ in stream_turn(state, prepared, never_disconnects):
+    async for _ in stream_turn(state, prepared, never_disconnects, time.monotonic()):
         pass
     return next(iter(prepared.session.trajectory.store)).turn
 

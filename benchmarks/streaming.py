@@ -148,7 +148,7 @@ async def one_turn(state: ServerState, engine: ChunkedEngine) -> tuple[float, fl
     events = 0
     first = 0.0
     start = time.perf_counter()
-    async for event in stream_turn(state, prepared, never_disconnects):
+    async for event in stream_turn(state, prepared, never_disconnects, time.monotonic()):
         events += 1
         if events == 2:  # the first event after the role chunk: the first decided delta (an upper bound)
             first = time.perf_counter() - engine.first_ids_at

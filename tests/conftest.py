@@ -4,8 +4,12 @@ second, a conformance matrix a second or more; rebuilding them per module was mo
 
 from __future__ import annotations
 
+import gc
+import os
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -21,12 +25,41 @@ from tito.tokenizer_protocol import Tokenizer
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 
 
+REQUIRE_SHARED = "TITO_REQUIRE_SHARED"
+"""Set by .ci/run: missing ../shared reference data fails a test instead of skipping it."""
+REQUIRE_BINARIES = "TITO_REQUIRE_BINARIES"
+"""Set by .ci/run: a missing binary (nginx, the smg gateway, vLLM's venv) fails a test instead of skipping it."""
+
+
+def unavailable(reason: str, required_by: str) -> NoReturn:
+    """A test that cannot run here for want of data or a binary: skipped with `reason` in a local run, failed where
+    the environment variable `required_by` is set (CI), so a green CI run never hides a silent skip."""
+    if os.environ.get(required_by):
+        pytest.fail(f"{reason} ({required_by} is set: this run must have it)", pytrace=False)
+    pytest.skip(reason)
+
+
 def reference_path(*parts: str) -> Path:
-    """A path in ../shared/reference; skips the test with the reason when the reference data is absent."""
+    """A path in ../shared/reference; skips the test with the reason when the reference data is absent (fails
+    under TITO_REQUIRE_SHARED)."""
     path = REFERENCE.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"reference data absent: {path} (CI has ../shared beside the checkout)")
+        unavailable(f"reference data absent: {path} (CI has ../shared beside the checkout)", REQUIRE_SHARED)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _restore_the_garbage_collector() -> Iterator[None]:
+    """A test that runs server startup code (`tune_garbage_collector`) changes the process's collector; later tests
+    (in any order) get Python's settings back."""
+    thresholds, enabled, frozen = gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()
+    yield
+    if gc.get_threshold() != thresholds:
+        gc.set_threshold(*thresholds)
+    if gc.get_freeze_count() != frozen:
+        gc.unfreeze()
+    if gc.isenabled() != enabled:
+        (gc.enable if enabled else gc.disable)()
 
 
 @cache

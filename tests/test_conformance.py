@@ -45,6 +45,12 @@ def test_merge_tokens_equals_full_render_and_keeps_stored_ids(family: str) -> No
 
 
 @pytest.mark.parametrize("family", FIXED_FAMILIES)
+def test_merge_tokens_agrees_with_the_tokenizer_library_not_only_with_tito(family: str) -> None:
+    """`merge_equals_full_render` compares with `tt.tokenize`, tito's own code in text mode; this oracle is not."""
+    assert not failures(family, "tokenizer_agrees")
+
+
+@pytest.mark.parametrize("family", FIXED_FAMILIES)
 def test_appended_content_is_in_the_suffix_which_ends_with_the_opener(family: str) -> None:
     assert not failures(family, "appended_content_in_suffix", "suffix_ends_with_opener")
 

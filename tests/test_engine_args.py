@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REQUIRE_BINARIES, unavailable
 from tito.cli import main
 from tito.engine_args import ParallelSizes, engine_launch
 from tito.errors import ConfigurationError
@@ -133,7 +134,10 @@ print(json.dumps(out))
 
 def test_vllm_lines_parse_and_validate_with_vllms_own_serve_parser() -> None:
     if not VLLM_PYTHON.is_file():
-        pytest.skip(f"vLLM is not installed at {VLLM_PYTHON}: scripts/vllm_cpu_check.sh --install-only installs it")
+        unavailable(
+            f"vLLM is not installed at {VLLM_PYTHON}: scripts/vllm_cpu_check.sh --install-only installs it",
+            REQUIRE_BINARIES,
+        )
     launches = {
         family: engine_launch(FAMILIES[family], "vllm", sizes=ParallelSizes(tp=2, dp=2, pp=2, ep=4))
         for family in fixed_families()

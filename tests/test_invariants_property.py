@@ -3,6 +3,7 @@
 A conversation is a random walk over user turns, tool-calling assistants with their results, injected
 assistants and mid-session system notes, with random (unicode) text, some of it quoting chat markers; each
 generated assistant is a cut. Both content modes: special-token text in content as control tokens or as text.
+Beside tito's own canonical ids, the oracle is the tokenizer library (`tito.conformance.tokenizer_disagreement`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import family_tito
-from tito.conformance import TOOLS, simulated_stored_ids
+from tito.conformance import TOOLS, simulated_stored_ids, tokenizer_disagreement
 from tito.content_tokens import ContentMode
 from tito.families import fixed_families
 
@@ -74,6 +75,7 @@ def test_random_conversations_keep_every_invariant(family: str, mode: ContentMod
             stored = simulated_stored_ids(tt, old)
             merged = tt.merge_tokens(old, new, stored, TOOLS)
             assert merged == tt.tokenize(new, TOOLS, add_generation_prompt=True), "Invariants 2-3"
+            assert tokenizer_disagreement(tt, merged, new, after) is None, "the tokenizer library disagrees"
             kept = stored[: tt.kept_stored_ids(stored)]
             assert merged[: len(kept)] == kept
 

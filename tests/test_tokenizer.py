@@ -25,6 +25,7 @@ from tito.errors import (
     UnknownTemplateKwargError,
 )
 from tito.families import fixed_families, get_family
+from tito.families.base import RenderContext
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer, load_tokenizer
 
@@ -139,6 +140,39 @@ def test_turn_cost_does_not_depend_on_the_history(
         tt.tokenize_additional_messages(history, [*history, {"role": "user", "content": "last"}])
         lengths.append(sum(seen))
     assert lengths[0] == lengths[1]
+
+
+def test_a_full_history_family_tokenizes_only_the_appended_span_but_renders_the_whole_history(
+    qwen3_tokenizer: LocalTokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `default` family (RenderContext.FULL_HISTORY: a checkpoint template tito does not control) pays what the
+    README says: two renders of the whole stored conversation per turn (its render, then with the appended messages),
+    while the tokenizer still only sees the appended span."""
+    template = get_family("qwen3").fixed_template.source()  # append-only for every role, as a checkpoint's own
+    checkpoint = LocalTokenizer(qwen3_tokenizer.backend, template, dict(qwen3_tokenizer.special_tokens_map))
+    tt = get_tito_tokenizer(checkpoint, "default")
+    assert tt.family.context is RenderContext.FULL_HISTORY
+    rendered: list[int] = []
+    render = tt._render
+    monkeypatch.setattr(
+        tt, "_render", lambda messages, *rest: rendered.append(len(messages)) or render(messages, *rest)
+    )
+    encoded: list[int] = []
+    encode = checkpoint.encode
+    monkeypatch.setattr(
+        checkpoint, "encode", lambda text, add_special_tokens=False: encoded.append(len(text)) or encode(text)
+    )
+    costs = []
+    for turns in (1, 100):
+        history = [HISTORY[0]]
+        for i in range(turns):
+            history += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+        rendered.clear()
+        encoded.clear()
+        tt.tokenize_additional_messages(history, [*history, {"role": "user", "content": "last"}])
+        costs.append((rendered.copy(), sum(encoded)))
+    assert costs[0][0] == [3, 4] and costs[1][0] == [201, 202]  # messages rendered: the history, then with the new one
+    assert costs[0][1] == costs[1][1]
 
 
 @pytest.mark.parametrize("family", fixed_families())

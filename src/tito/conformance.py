@@ -288,9 +288,49 @@ def _check_cut(tt: TitoTokenizer, old: list[Message], new: list[Message]) -> Ite
     merged = tt.merge_tokens(old, new, stored, TOOLS)
     mismatches = compare_token_sequences(expected, merged, tt.tokenizer, tt.family.special_tokens)
     yield "merge_equals_full_render", not mismatches, "; ".join(str(m) for m in mismatches[:2])
+    disagreement = tokenizer_disagreement(tt, merged, new, after)
+    yield "tokenizer_agrees", disagreement is None, disagreement or ""
     kept = stored[: tt.kept_stored_ids(stored)]
     ok = merged[: len(kept)] == kept
     yield "stored_ids_are_prefix", ok, "" if ok else "stored ids were changed"
+
+
+def tokenizer_disagreement(
+    tt: TitoTokenizer, merged: Sequence[int], messages: list[Message], render: str
+) -> str | None:
+    """How the merged prompt disagrees with an oracle that is not tito's code, the tokenizer library itself (None:
+    it agrees). With every role's content in control mode: the merged ids are the tokenizer's own ids of the whole
+    render. Otherwise they decode to the render (as the tokenizer normalises it) and hold exactly as many control
+    ids as the tokenizer gives the render whose text-mode `content` quotes no control-token text."""
+    tokenizer = tt.tokenizer
+    ids = tokenizer.encode(render, add_special_tokens=False)
+    text_roles = {role for role, mode in tt.content_modes.items() if mode == "text"}
+    if not text_roles:
+        return None if list(merged) == list(ids) else "differs from the tokenizer's own ids of the whole render"
+    if tokenizer.decode(list(merged), skip_special_tokens=False) != tokenizer.decode(ids, skip_special_tokens=False):
+        return "does not decode to the render"
+    controls = _added_tokens(tokenizer)
+    if controls is None:
+        return None  # a tokenizer that does not list its added tokens: the decode check is what can be asked
+    unquoted = []
+    for message in messages:
+        content = message.get("content")
+        if message["role"] in text_roles and isinstance(content, str):
+            for text in sorted(controls.values(), key=len, reverse=True):
+                content = content.replace(text, "x")  # plain text, never empty: templates render "" differently
+            message = {**message, "content": content}
+        unquoted.append(message)
+    expected = tokenizer.encode(tt.render(unquoted, TOOLS, add_generation_prompt=True), add_special_tokens=False)
+    counted, wanted = sum(i in controls for i in merged), sum(i in controls for i in expected)
+    return None if counted == wanted else f"{counted} control ids where the template puts {wanted}"
+
+
+def _added_tokens(tokenizer: Tokenizer) -> dict[int, str] | None:
+    """The tokenizer library's own added tokens by id (a `tokenizers` backend or a transformers tokenizer)."""
+    backend = getattr(tokenizer, "backend", None) or getattr(tokenizer, "_tokenizer", None)
+    if backend is not None and hasattr(backend, "get_added_tokens_decoder"):
+        return {int(i): token.content for i, token in backend.get_added_tokens_decoder().items()}
+    return None
 
 
 def _first_diff(before: str, after: str) -> str:

@@ -1,12 +1,13 @@
 """TitoTokenizer: a turn's prompt ids = stored ids + junction + ids of only the appended messages.
 
-The history is never re-rendered or re-tokenized. Appended messages are rendered after a short
-context (Family.context: a constant stub turn, rendered once, or a stub user and the real last
-assistant), which our fixed templates render exactly as after the whole history (the conformance
-matrix pins this); the text after the context's render is tokenized once, starting at the family's
-end-of-turn or opener token. Those tokens are special and atomic, so the tokenizer splits there
-and the ids from that point are the ids it gives in context; tito checks the anchor id on every turn
-and fails loudly if the tokenizer does not split there (Invariant 3).
+The history is never re-tokenized, and for every named family never re-rendered: appended messages are rendered
+after a short context (Family.context: a constant stub turn, rendered once, or a stub user and the real last
+assistant), which our fixed templates render exactly as after the whole history (the conformance matrix pins this).
+The `default` family (RenderContext.FULL_HISTORY, a checkpoint template tito does not control) renders the whole
+stored conversation twice per turn instead, a cost linear in the history (README: what a turn costs). The text
+after the context's render is tokenized once, starting at the family's end-of-turn or opener token. Those tokens
+are special and atomic, so the tokenizer splits there and the ids from that point are the ids it gives in context;
+tito checks the anchor id on every turn and fails loudly if the tokenizer does not split there (Invariant 3).
 
 Stored ids must end with a stop token. After one the template never writes (Qwen's `<|endoftext|>`, Kimi's
 `[EOS]`) they are still kept verbatim, and the family's declared closing (Family.stop_closing, e.g. `<|im_end|>`)

@@ -5,6 +5,8 @@ as they arrive (and the SSE lines the engine client takes from them)."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -140,8 +142,65 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced_and_the_req
         client = pool(server.port)
         for index in range(5):
             assert (await client.request("POST", "/g", b"%d" % index, {})).content == b"%d" % index
+            await asyncio.sleep(0.02)  # the server's close arrives while the connection is idle
         assert server.connections == 5
         await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_reused_connection_the_server_ends_after_reading_the_request_is_an_error_not_a_resend():
+    """The server read the second request (it may have started a generation) and closed without a reply byte: a
+    re-send could submit the generation twice, so the request fails and the engine saw it once."""
+    replies = 0
+
+    async def reply_once_then_hang_up(body: bytes, reader: asyncio.StreamReader) -> bytes | None:
+        nonlocal replies
+        replies += 1
+        return json_reply(body) if replies == 1 else None
+
+    async with RawServer(reply_once_then_hang_up) as server:
+        client = pool(server.port)
+        await client.request("POST", "/generate", b"first", {})
+        with pytest.raises(ConnectionResetError, match="it may have read the request, so it is not sent again"):
+            await client.request("POST", "/generate", b"second", {})
+        assert [request.endswith(b"second") for request in server.requests] == [False, True]
+        assert server.connections == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_reused_connection_reset_before_the_server_read_the_request_is_sent_again_once():
+    """A close with the request unread makes the peer's kernel reset the connection: provably never read, so the
+    request goes once more on a new connection."""
+    connections = 0
+    read_whole: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        first_connection = connections == 1
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            if first_connection and read_whole:  # what a kernel does on a close with the request unread: a reset
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                writer.transport.abort()
+                return
+            body = await reader.readexactly(length)
+            read_whole.append(body)
+            writer.write(json_reply(body))
+            await writer.drain()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        client = pool(int(server.sockets[0].getsockname()[1]))
+        await client.request("POST", "/generate", b"first", {})
+        assert (await client.request("POST", "/generate", b"second", {})).content == b"second"
+        assert read_whole == [b"first", b"second"] and connections == 2
+        await client.aclose()
+    finally:
+        server.close()
 
 
 @pytest.mark.asyncio

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import REQUIRE_BINARIES, unavailable
 from tests.engines.fake_engine import FakeServer
 from tests.engines.servers import ServerThread, free_port, start_fake
 from tito.engines.protocol import FinishKind, GenerateRequest, SamplingParams, collect_stream
@@ -35,7 +36,9 @@ class Gateway:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     if shutil.which("smg") is None:
-        pytest.skip("the SGLang Model Gateway is not installed (pip install smg)")
+        unavailable(
+            "the SGLang Model Gateway `smg` is not on PATH (pip install smg; activate its venv)", REQUIRE_BINARIES
+        )
     started = [start_fake("sglang") for _ in range(2)]
     workers = [server for server, _ in started]
     port = free_port()

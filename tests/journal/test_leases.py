@@ -81,3 +81,43 @@ def test_a_holder_whose_renewal_is_overdue_stops_writing_before_others_may_take_
         assert writer_state(layout, epoch, lease.renewed_at + 0.5)[0] is WriterState.DEAD
     finally:
         lock.release()
+
+
+def test_a_stalled_renewal_whose_lease_no_one_could_take_over_renews_and_writes_on(tmp_path: Path) -> None:
+    """A renewal thread that stalls past half the TTL (a loaded host) while the lease on disk is neither fenced nor
+    expired: no other process can have judged this life dead, so it stays valid (no self-fencing for good)."""
+    layout = SharedJournalLayout(tmp_path)
+    epoch, lock, keeper = start_life(layout, ttl_s=4.0)
+    try:
+        keeper._valid_until = time.monotonic() - 0.01  # the state a renewal thread stalled past TTL/2 leaves
+        assert keeper.valid(), "a writer finding the renewal late renews, since the disk proves no takeover"
+        keeper._valid_until = time.monotonic() - 0.01
+        with keeper._renewing:
+            keeper._renew()  # the stalled thread, waking
+        assert keeper.valid() and not keeper.fenced
+        lease = read_lease(layout.lease_path(epoch))
+        assert lease is not None and time.time() - lease.renewed_at < 1.0 and lease.fenced_by is None
+    finally:
+        keeper.stop(release=False)
+        lock.release()
+
+
+def test_a_stalled_renewal_whose_lease_may_have_expired_or_was_fenced_stops_for_good(tmp_path: Path) -> None:
+    layout = SharedJournalLayout(tmp_path)
+    for fenced in (False, True):
+        epoch, lock, keeper = start_life(layout, ttl_s=4.0)
+        try:
+            keeper.stop(release=False)  # no thread renews meanwhile
+            lease = read_lease(layout.lease_path(epoch))
+            assert lease is not None
+            if fenced:
+                fence(layout, epoch, by_epoch=99)
+            else:  # its last renewal on disk is a whole TTL old: another host may have taken over
+                write_lease(layout.lease_path(epoch), dataclasses.replace(lease, renewed_at=time.time() - 4.1))
+            keeper._valid_until = time.monotonic() - 0.01
+            keeper._stop.clear()  # as if the thread were only late, not stopped
+            assert not keeper.valid() and keeper.fenced
+            on_disk = read_lease(layout.lease_path(epoch))
+            assert on_disk is not None and (on_disk.fenced_by == 99) is fenced, "nothing renewed over the fence"
+        finally:
+            lock.release()

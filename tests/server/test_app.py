@@ -7,9 +7,11 @@ import re
 import time
 
 import openai
+from starlette.routing import BaseRoute
 
 from tests.server.conftest import Server, ServerFactory
 from tests.server.test_completions import converse
+from tito.server import create_app
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, decode_safetensors
 
 
@@ -61,15 +63,27 @@ def test_metrics_count_turns_tokens_latency_and_errors(serve: ServerFactory) -> 
 
 
 def test_api_key_guards_every_route(serve: ServerFactory) -> None:
+    """Every route the app has, every method, on a real session: 401 without the key and with a wrong one."""
     guarded = serve(api_key="s3cret")
-    for method, path in [("GET", "/health"), ("GET", "/metrics"), ("GET", "/v1/models"), ("POST", "/sessions")]:
-        response = guarded.http.request(method, path)
-        assert response.status_code == 401, path
-        assert response.json()["error"]["type"] == "UnauthorizedError"
-    assert guarded.http.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    session_id = guarded.http.post("/sessions", headers={"Authorization": "Bearer s3cret"}).json()["session_id"]
+    key = {"Authorization": "Bearer s3cret"}
+    session_id = guarded.http.post("/sessions", headers=key).json()["session_id"]
     sdk = openai.OpenAI(base_url=guarded.chat_url(session_id), api_key="s3cret", max_retries=0)
-    assert sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}]).choices
+    reply = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].finish_reason == "stop" and reply.usage is not None
+    assert reply.usage.completion_tokens == len(guarded.engine.default_reply)
+    routes = [route for route in create_app(guarded.state).routes if isinstance(route, BaseRoute)]
+    tried = 0
+    for route in routes:
+        path = getattr(route, "path", "").replace("{session_id}", session_id).replace("{node_id}", "0")
+        for method in sorted(getattr(route, "methods", None) or ()):
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                response = guarded.http.request(method, path, headers=headers)
+                assert response.status_code == 401, f"{method} {path}: {response.status_code}"
+                if method != "HEAD":
+                    assert response.json()["error"]["type"] == "UnauthorizedError"
+            tried += 1
+    assert tried >= 20, f"only {tried} routes found"
+    assert guarded.http.get(f"/sessions/{session_id}", headers=key).json()["summary"]["turns"] == 1
 
 
 def test_body_over_the_limit_is_413(serve: ServerFactory) -> None:

@@ -17,6 +17,8 @@ import openai
 import pytest
 
 from tests.server.conftest import Server, ServerFactory
+from tito.parsing.pipeline import CompletionParser
+from tito.server.launch import INSTANT_REPLY
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -63,6 +65,10 @@ def test_every_turn_prompt_is_the_stored_ids_plus_junction_plus_appended_ids(
     for turn, (request, appended) in enumerate(zip(requests, user_turns, strict=True)):
         new_messages = [*stored_messages, *appended]
         appended_ids = tt.tokenize_additional_messages(stored_messages, new_messages)
+        # An oracle that is not the function the server calls: the tokenizer's own ids of the whole render (the
+        # scripted reply is the canonical ids of its message, so the two must agree on every turn).
+        rendered = tt.render(new_messages, add_generation_prompt=True)
+        assert list(request.prompt_ids) == qwen3_tokenizer.encode(rendered), f"turn {turn}"
         if turn == 0:
             assert list(request.prompt_ids) == appended_ids
         else:
@@ -97,14 +103,14 @@ def test_reply_is_openai_shaped_with_usage_and_finish_reason(server: Server) -> 
     )  # fmt: skip
     assert reply.id.startswith("chatcmpl-")
     assert reply.choices[0].finish_reason == "stop"
-    assert reply.choices[0].message.content
+    assert reply.choices[0].message.content == INSTANT_REPLY
     assert reply.usage is not None and reply.usage.completion_tokens == len(server.engine.default_reply)
     assert reply.usage.prompt_tokens == len(server.engine.requests[-1].prompt_ids)
     assert reply.usage.prompt_tokens_details is not None and reply.usage.prompt_tokens_details.cached_tokens == 0
     sampling = server.engine.requests[-1].sampling
     assert (sampling.temperature, sampling.top_p, sampling.seed, sampling.max_new_tokens) == (0.5, 0.9, 7, 64)
     assert (sampling.top_k, sampling.min_p, sampling.stop) == (5, 0.1, ("never",))
-    assert sampling.stop_token_ids  # the family's stop tokens reach the engine
+    assert sampling.stop_token_ids == (151645, 151643)  # the family's stop tokens reach the engine: im_end, endoftext
 
 
 def test_tool_calls_come_back_with_ids_and_invalid_calls_are_counted(
@@ -273,6 +279,58 @@ def test_delete_during_an_in_flight_turn_aborts_the_engine_request_and_the_sessi
     assert errors and errors[0].status_code == 410 and "deleted during the turn" in errors[0].message
     gone = server.http.get(f"/sessions/{session_id}")
     assert gone.status_code == 410 and gone.json()["error"]["type"] == "SessionGoneError"
+
+
+DIALECT_TURNS = {
+    "chat": ("v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}),
+    "anthropic": ("v1/messages", {"max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}),
+    "responses": ("v1/responses", {"input": "hi"}),
+}
+EVERY_PATH = [(dialect, stream) for dialect in DIALECT_TURNS for stream in (False, True)]
+
+
+def one_turn(server: Server, session_id: str, dialect: str, stream: bool) -> tuple[int, str]:
+    """The status and body of one turn in a dialect, whole or streamed (a stream's failure is an event in it)."""
+    path, body = DIALECT_TURNS[dialect]
+    response = server.http.post(f"/sessions/{session_id}/{path}", json={**body, "stream": stream})
+    return response.status_code, response.text
+
+
+@pytest.mark.parametrize(("dialect", "stream"), EVERY_PATH)
+def test_a_session_deleted_between_the_engines_end_and_the_commit_is_410_on_every_path(
+    server: Server, monkeypatch: pytest.MonkeyPatch, dialect: str, stream: bool
+) -> None:
+    """finish_turn is the one place a turn is finished: no path replies with a node that was never recorded."""
+    registry = server.state.registry
+    commit = registry.commit
+
+    async def deleted_first(session: Any, plan: Any, event: Any) -> Any:
+        await registry.delete(session.session_id)
+        return await commit(session, plan, event)
+
+    monkeypatch.setattr(registry, "commit", deleted_first)
+    session_id = server.new_session()
+    status, text = one_turn(server, session_id, dialect, stream)
+    assert status == (200 if stream else 410), text
+    assert "was deleted during the turn; the turn was not recorded" in text
+    assert '"node_id"' not in text
+    assert server.http.get(f"/sessions/{session_id}").status_code == 410
+
+
+@pytest.mark.parametrize(("dialect", "stream"), EVERY_PATH)
+def test_a_parser_that_raises_is_502_naming_the_parser_on_every_path(
+    server: Server, monkeypatch: pytest.MonkeyPatch, dialect: str, stream: bool
+) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a parser bug")
+
+    monkeypatch.setattr(CompletionParser, "parse_marked", broken)
+    session_id = server.new_session()
+    status, text = one_turn(server, session_id, dialect, stream)
+    assert status == (200 if stream else 502), text
+    assert "EngineResponseError" in text or "api_error" in text
+    assert "the sampled ids could not be parsed: RuntimeError: a parser bug" in text
+    assert turns_of(server, session_id) == []
 
 
 @pytest.mark.parametrize(("fault", "status", "error_type"), [

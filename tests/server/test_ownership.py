@@ -18,9 +18,11 @@ import httpx
 import pytest
 
 from tests.server.conftest import Server, running_server
+from tito.errors import JournalError
 from tito.journal import JournalWriter, replay
 from tito.journal.leases import Lease, write_lease
 from tito.journal.shared import SharedJournalLayout
+from tito.server import ownership
 from tito.server.ownership import SESSION_ID_HEADER
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.events import SessionCreated
@@ -116,6 +118,32 @@ def test_a_session_deleted_before_the_crash_stays_gone_and_an_unknown_one_is_404
     assert until_taken_over(second, kept, [user("hi")])[-1].status_code == 200
     assert second.http.get(f"/sessions/{deleted}").status_code == 410
     assert second.http.get(f"/sessions/{'f' * 32}").status_code == 404
+
+
+def test_an_unreadable_dead_stream_is_reported_once_with_its_path_and_not_read_per_request(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: every unknown session id answered 503 and fenced and re-read the broken stream, forever."""
+    first, second = cluster("first"), cluster("second")
+    first.new_session()
+    crash(first)
+    reads: list[int] = []
+
+    def unreadable(layout: SharedJournalLayout, epoch: int) -> Any:
+        reads.append(epoch)
+        raise JournalError(f"segment {layout.stream_dir(epoch)}/00000000.log: bad record at offset 12")
+
+    monkeypatch.setattr(ownership, "read_dead_stream", unreadable)
+    statuses = []
+    for index in range(6):
+        statuses.append(second.http.get(f"/sessions/{index:032x}").status_code)
+        time.sleep(0.05)
+    assert len(reads) == 1, reads
+    assert statuses[0] == 503 and statuses[-3:] == [404, 404, 404], statuses
+    reports = [record.getMessage() for record in caplog.records if "is unreadable" in record.getMessage()]
+    assert (
+        len(reports) == 1 and str(SharedJournalLayout(second.state.options.journal).stream_dir(reads[0])) in reports[0]
+    )
 
 
 def test_a_session_taken_over_by_a_live_process_is_not_taken_again(cluster: Any) -> None:

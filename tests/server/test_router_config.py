@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REQUIRE_BINARIES, unavailable
 from tests.server.cluster import NGINX
 from tito.server.router_config import nginx_config
 
@@ -29,8 +30,9 @@ def test_engines_are_routed_by_the_sessions_routing_key_when_asked() -> None:
         nginx_config(["127.0.0.1:8001"], "127.0.0.1:8000", engine_addresses=["127.0.0.1:9001"])
 
 
-@pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx; .ci/run installs it)")
 def test_nginx_accepts_the_config(tmp_path: Path) -> None:
+    if NGINX is None:
+        unavailable("nginx is not installed (apt-get install nginx; .ci/run installs it)", REQUIRE_BINARIES)
     config = nginx_config(["127.0.0.1:8001", "127.0.0.1:8002"], "127.0.0.1:8000", engine_addresses=["127.0.0.1:9001"],
                           engine_listen="127.0.0.1:9000")  # fmt: skip
     (tmp_path / "nginx.conf").write_text(config)

@@ -41,6 +41,10 @@ def duplicate_the_first_sample(samples: list[Any], tree: TreeView) -> list[Any]:
     return [samples[0], samples[0]]
 
 
+def drop_every_sample(samples: list[Any], tree: TreeView) -> list[Any]:
+    return []
+
+
 def branched_session(server: Server) -> str:
     """A tree session with two kept leaves: nodes 0 -> 1 -> 2 and 0 -> 3."""
     session_id = server.new_session(trajectory="tree")
@@ -80,6 +84,19 @@ def test_a_picker_that_keeps_no_leaf_is_422_saying_so(serve: ServerFactory) -> N
 def test_a_post_processor_by_import_path_reorders_the_samples(serve: ServerFactory) -> None:
     reordering = serve(sample_postprocessor=f"{HOOKS}:reverse_the_samples")
     assert leaf_ids(samples(reordering, branched_session(reordering))) == [3, 2]
+
+
+def test_a_post_processor_that_drops_every_sample_gives_an_empty_list_and_records_the_reward(
+    serve: ServerFactory,
+) -> None:
+    """By contract a post-processor may keep none of the samples (a filter): 200 with no samples, not a 500."""
+    dropping = serve(sample_postprocessor=f"{HOOKS}:drop_every_sample")
+    session_id = branched_session(dropping)
+    response = dropping.http.post(f"/sessions/{session_id}/samples", json={"reward": 0.5})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"session_id": session_id, "samples": []}
+    summary = dropping.http.get(f"/sessions/{session_id}").json()["summary"]
+    assert summary["reward"] == 0.5 and summary["samples_taken"] == 1
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ import httpx
 import openai
 import pytest
 
+from tests.conftest import REQUIRE_BINARIES, unavailable
 from tests.engines.fake_engine import FakeServer, scripted_id
 from tests.engines.fake_sglang import sglang_app
 from tests.engines.servers import ServerThread
@@ -147,7 +148,7 @@ def engines() -> Iterator[list[FakeServer]]:
 def cluster(tmp_path: Path, engines: list[FakeServer]) -> Iterator[Cluster]:
     """One nginx routing sessions to two tito processes and engine requests to two engines."""
     if NGINX is None:
-        pytest.skip("nginx is not installed (apt-get install nginx; .ci/run installs it)")
+        unavailable("nginx is not installed (apt-get install nginx; .ci/run installs it)", REQUIRE_BINARIES)
     journal = tmp_path / "journal"
     tito_a, tito_b, router_port, engine_router_port = free_ports(4)
     ports = {"tito-a": tito_a, "tito-b": tito_b}

@@ -39,7 +39,7 @@ async def drive(registry: SessionRegistry) -> str:
         messages = [*(stored[:2] if retry else stored), {"role": "user", "content": text}]
         plan = trajectory.plan(messages, None, text, False)
         event = turn(sid, trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids), text)
-        assert await registry.commit(session, plan, event)
+        assert await registry.commit(session, plan, event) == event  # recorded as built (ids in commit order)
     await registry.samples_taken(session)
     return sid
 

@@ -172,6 +172,21 @@ def test_chunks_are_openai_shaped_and_carry_their_ids_when_asked(
     assert chunks[-1]["tito"]["session_id"] == session_id
 
 
+@pytest.mark.parametrize("script", ["content", "reasoning", "parallel_tool_calls"])
+def test_every_delta_has_the_keys_sdk_users_read(server: Server, qwen3_tokenizer: LocalTokenizer, script: str) -> None:
+    """`delta.reasoning_content` is no field of the openai SDK's delta type: a chunk without the key raises
+    AttributeError in the agent that reads it (as agents reading SGLang's or vLLM's streams do)."""
+    server.engine.queue(qwen3_tokenizer.encode(SCRIPTS[script], add_special_tokens=False))
+    session_id = server.new_session()
+    stream = client(server, session_id).chat.completions.create(model="m", messages=USER, tools=TOOLS, stream=True)
+    deltas = [chunk.choices[0].delta for chunk in stream if chunk.choices]
+    reasoning = "".join(delta.reasoning_content or "" for delta in deltas)  # type: ignore[attr-defined]
+    content = "".join(delta.content or "" for delta in deltas)
+    stored = server.http.get(f"/sessions/{session_id}/turns/0").json()["messages"][-1]["message"]
+    assert reasoning == stored.get("reasoning_content", "")
+    assert content == (stored.get("content") or "")
+
+
 def test_the_first_chunks_leave_before_the_engine_has_finished(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
     server.engine.queue(qwen3_tokenizer.encode(SCRIPTS["content"], add_special_tokens=False))
     server.engine.delay = 0.05  # per id: the engine samples slowly
@@ -273,8 +288,8 @@ def test_an_sdk_retry_of_a_committed_streamed_turn_streams_it_again_without_samp
     with server.http.stream("POST", url, json=body, headers={"x-stainless-retry-count": "1"}) as response:
         again = [orjson.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
     assert len(server.engine.requests) == calls
-    content = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in first[:-1])
-    assert "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in again) == content
+    content = "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in first[:-1])
+    assert "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in again) == content
     assert again[0]["id"] == first[0]["id"]
 
 

@@ -7,9 +7,12 @@ and its request/response models add more per call; beside a fast engine that was
 (benchmarks/server_overhead.py --wire). This client sends one request on an idle connection (most recently used
 first), reads one response (a `content-length`, chunked or read-to-close body) and puts the connection back. An idle
 connection the server has closed is seen at no cost (the event loop already fed its end of stream), one idle past
-`keepalive_expiry` is closed before the server's own keep-alive timeout can race a request, and a request whose
-reused connection turns out to be closed before any byte of a reply arrives is sent once more on a new one (the
-server closed it before reading the request). A request cancelled or failed midway closes its connection, which is
+`keepalive_expiry` is closed before the server's own keep-alive timeout can race a request. A request is sent once
+more, on a new connection, only when the server provably did not read it: its reused connection was reset (the
+peer's kernel answers a close with unread bytes, or bytes arriving after a close, with a reset, so the server never
+read the whole request). A reused connection that merely ends before any reply byte is ambiguous (the server may
+have read the request and started a generation before closing), so that is an error, never an automatic re-send:
+a POST /generate is not idempotent. A request cancelled or failed midway closes its connection, which is
 how SGLang and vLLM learn that their client went away. A streamed reply (`stream`) yields its body's pieces as they
 arrive; its connection goes back to the pool only when the body was read to its end, and every wait for the next
 piece has `timeout` seconds (httpx's read timeout), so a long generation never times out while ids keep coming.
@@ -158,8 +161,13 @@ class ConnectionPool:
         if connection is not None:
             try:
                 return connection, await self._send_on(connection, head, body)
-            except _ClosedBeforeReply:
-                pass  # the server closed the idle connection first: it never read the request; send it anew
+            except _ClosedBeforeReply as exc:
+                if not isinstance(exc.__cause__, ConnectionError):
+                    raise ConnectionResetError(
+                        "the engine closed a reused connection before replying; it may have read the request, so it "
+                        "is not sent again"
+                    ) from exc
+                # reset: the server never read the whole request (see the module docstring); send it anew
         connection = await self._connect()
         try:
             return connection, await self._send_on(connection, head, body)

@@ -90,7 +90,9 @@ class RenderContext(enum.Enum):
     """A stub user + the real last assistant: the appended render reads that assistant (e.g. its tool calls)."""
 
     FULL_HISTORY = "full_history"
-    """The whole stored conversation: a checkpoint template we do not control (the default family)."""
+    """The whole stored conversation: a checkpoint template we do not control (the default family). Its turn costs
+    two renders of the history (the context, then with the appended messages): linear in the history, the only
+    family whose turn cost grows (tests/test_tokenizer.py pins both renders)."""
 
 
 class ToolArguments(enum.Enum):

@@ -11,6 +11,11 @@ A taker fences the lease first (`fenced_by`), then reads the dead stream. The ho
 its last renewal is older than half the TTL, or when it finds its lease fenced: so a paused or partitioned process
 never writes a session another process took over (it answers 503 and its `/health` fails).
 
+A renewal that comes late (the renewal thread stalled: a loaded host, a slow disk) is not a takeover by itself.
+When the lease on disk is neither fenced nor expired (by a quarter of the TTL to spare), no other process can yet
+have judged this life dead, so the holder renews and writes on; only a lease that may have expired or that another
+process fenced ends this life for good (and its 503s are then honest).
+
 Imports from tito: errors, journal.shared, journal.writer.
 """
 
@@ -111,8 +116,9 @@ def fence(layout: SharedJournalLayout, epoch: int, by_epoch: int) -> None:
 class LeaseKeeper:
     """This process's lease: written at start, renewed on a thread, released on a clean stop.
 
-    `valid()` is what the journal sink asks before each write: False once the last renewal is older than half the
-    TTL (another process may take over after a whole TTL) or once the lease was found fenced."""
+    `valid()` is what the journal sink asks before each write: False once the lease was found fenced, or once the
+    last renewal is older than half the TTL and a renewal now cannot prove that no other process took over (see the
+    module docstring: a stall is recovered from while the lease on disk is unfenced and unexpired)."""
 
     def __init__(
         self, layout: SharedJournalLayout, epoch: int, process: str, ttl_s: float, address: str | None = None
@@ -124,11 +130,25 @@ class LeaseKeeper:
         self.fenced = False
         self._valid_until = 0.0
         self._stop = threading.Event()
+        self._renewing = threading.Lock()
+        """One renewal at a time: the thread's, or a writer's that found the thread late (`valid`)."""
         self._renew()
         self._thread = threading.Thread(target=self._run, name="tito-lease", daemon=True)
         self._thread.start()
 
     def valid(self) -> bool:
+        if self.fenced:
+            return False
+        if time.monotonic() < self._valid_until:
+            return True
+        if self._stop.is_set() or not self._renewing.acquire(blocking=False):
+            return False  # stopped, or the thread is renewing right now: this write waits for its verdict
+        try:
+            self._renew()  # the renewal thread is late: renew here, if the disk proves no takeover
+        except OSError:
+            logger.exception("lease %s: renewal failed", self.path)
+        finally:
+            self._renewing.release()
         return not self.fenced and time.monotonic() < self._valid_until
 
     def stop(self, release: bool = True) -> None:
@@ -147,19 +167,41 @@ class LeaseKeeper:
                 logger.error("lease %s fenced by epoch %s: this process writes no more", self.path, on_disk.fenced_by)
             self.fenced = True
             return
-        if self._valid_until and started > self._valid_until:
-            logger.error("lease %s lapsed (renewal overdue): this process writes no more", self.path)
+        overdue = bool(self._valid_until) and started > self._valid_until
+        deadline = self._safe_until(on_disk)
+        if overdue and time.time() >= deadline:
+            logger.error(
+                "lease %s lapsed (renewal overdue, the lease may have expired): this process writes no more", self.path
+            )
             self.fenced = True  # another process may already have taken the sessions over
             return
         self.lease = replace(self.lease, renewed_at=time.time())
         write_lease(self.path, self.lease)
+        if overdue:
+            if time.time() >= deadline:  # the write itself came too late to prove anything
+                logger.error(
+                    "lease %s lapsed (its late renewal landed too late): this process writes no more", self.path
+                )
+                self.fenced = True
+                return
+            logger.warning(
+                "lease %s: renewal %.2fs overdue, but the lease was neither fenced nor expired: no takeover, renewed",
+                self.path, started - self._valid_until,
+            )  # fmt: skip
         self._valid_until = started + self.ttl_s / 2
+
+    def _safe_until(self, on_disk: Lease | None) -> float:
+        """Wall time before which no other process can judge this life dead by its TTL (a quarter TTL to spare
+        for hosts' clocks): the last renewal on disk plus three quarters of the TTL."""
+        renewed_at = on_disk.renewed_at if on_disk is not None else self.lease.renewed_at
+        return renewed_at + self.ttl_s * 3 / 4
 
     def _run(self) -> None:
         while not self._stop.wait(self.ttl_s / 4):
             if self.fenced:
                 return
             try:
-                self._renew()
+                with self._renewing:
+                    self._renew()
             except OSError:
                 logger.exception("lease %s: renewal failed; retrying", self.path)

@@ -41,7 +41,7 @@ from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
-from tito.server.samples import build_samples, samples_format, samples_response
+from tito.server.samples import build_samples, samples_format, samples_response, session_reward
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
 from tito.server.ui import InspectorPageMiddleware
@@ -190,7 +190,7 @@ def create_app(state: ServerState) -> FastAPI:
         lineage = lineage_of(request.headers, chat.messages)
         prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers), lineage)
         if chat.stream:
-            return streamed_reply(state, chat, prepared, request.receive)
+            return streamed_reply(state, chat, prepared, request.receive, started)
         if isinstance(prepared, TurnCommitted):
             stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
             return json_response(reply_body(prepared, state.model_name, stored))
@@ -214,7 +214,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
-        await registry.samples_taken(session, built[0].reward)
+        await registry.samples_taken(session, session_reward(asked, built))
         return samples_response(session_id, built, wanted)
 
     return app

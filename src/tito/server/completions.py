@@ -1,8 +1,10 @@
-"""One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, record, reply.
+"""One chat turn as reusable steps: prepare (validate, plan, prompt ids), generate, finish (parse, record, commit),
+reply.
 
-A streaming handler reuses every step but `generate` and `reply_body`: it streams from the engine, collects
-the same `Generation`, and then calls `build_turn` and commits like the whole-reply path (`complete_turn`).
-Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
+`finish_turn` is the one place a turn is finished: the whole-reply path (`complete_turn`) and the streaming one
+(server.streaming.stream_turn, which streams from the engine and collects the same `Generation`) both end in it,
+in every dialect (server.dialects runs these same steps on the chat request it translates its own into), so a
+parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
 Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.episode,
 trajectory.events, trajectory.linear, server (its modules).
@@ -26,7 +28,7 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.parsing import ParseResult
 from tito.server.aborting import TurnWatch
-from tito.server.errors import BadRequestError, validation_error
+from tito.server.errors import BadRequestError, SessionGoneError, validation_error
 from tito.server.lineage import asks_structured_output
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
@@ -82,6 +84,42 @@ def is_sdk_retry(headers: Mapping[str, str]) -> bool:
     return value.isdigit() and int(value) > 0
 
 
+@dataclass(frozen=True)
+class TurnPrompt:
+    """What a turn's request would run on: the session's tokenizer, the plan and the prompt ids."""
+
+    tito_tokenizer: TitoTokenizer
+    plan: TurnPlan
+    prompt_ids: array[int]
+    kept_parent_ids: int
+
+
+async def plan_prompt(
+    state: ServerState,
+    session: Session,
+    request: ChatCompletionRequest,
+    body_fingerprint: str,
+    is_retry: bool,
+    lineage: Lineage | None = None,
+) -> TurnPrompt | TurnCommitted:
+    """Plan the turn (in the conversation of the episode it belongs to: `lineage`, from the request's headers, else
+    its messages) and build its prompt ids; mutates and counts nothing (count_tokens asks only this). A committed
+    turn when the request is an SDK retry of it."""
+    tito_tokenizer = state.tokenizers.get(
+        session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
+    )
+    structured = asks_structured_output(request.model_extra)
+    plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry, lineage, structured)
+    if plan.idempotent_reply is not None:
+        return plan.idempotent_reply
+    appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
+    if appended_chars > state.options.offload_chars:
+        prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
+    else:
+        prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+    return TurnPrompt(tito_tokenizer, plan, prompt_ids, kept)
+
+
 async def prepare_turn(
     state: ServerState,
     session: Session,
@@ -90,28 +128,27 @@ async def prepare_turn(
     is_retry: bool,
     lineage: Lineage | None = None,
 ) -> PreparedTurn | TurnCommitted:
-    """Validate and plan the turn (in the conversation of the episode it belongs to: `lineage`, from the request's
-    headers, else its messages) and build its prompt ids; mutates nothing. A committed turn when the request is an
-    SDK retry of it (reply with that instead of sampling again)."""
-    tito_tokenizer = state.tokenizers.get(
-        session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
-    )
+    """Validate and plan the turn and build its prompt ids, counting how the resend matched; mutates nothing. A
+    committed turn when the request is an SDK retry of it (reply with that instead of sampling again)."""
     try:
-        structured = asks_structured_output(request.model_extra)
-        plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry, lineage, structured)
-        if plan.idempotent_reply is not None:
-            return plan.idempotent_reply
-        appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
-        if appended_chars > state.options.offload_chars:
-            prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
-        else:
-            prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
+        prompt = await plan_prompt(state, session, request, body_fingerprint, is_retry, lineage)
     except (AppendOnlyError, ToolsChangedError):  # every refused resend is counted
         count_resend(session.resends, state.metrics, None)
         raise
-    count_resend(session.resends, state.metrics, plan)
-    sampling = sampling_params(state, tito_tokenizer, request, len(prompt_ids))
-    return PreparedTurn(session, request, tito_tokenizer, plan, prompt_ids, kept, sampling, body_fingerprint)
+    if isinstance(prompt, TurnCommitted):
+        return prompt
+    count_resend(session.resends, state.metrics, prompt.plan)
+    sampling = sampling_params(state, prompt.tito_tokenizer, request, len(prompt.prompt_ids))
+    return PreparedTurn(
+        session,
+        request,
+        prompt.tito_tokenizer,
+        prompt.plan,
+        prompt.prompt_ids,
+        prompt.kept_parent_ids,
+        sampling,
+        body_fingerprint,
+    )
 
 
 def build_prompt_ids(
@@ -193,32 +230,69 @@ async def complete_turn(
     started: float,
     label: Callable[[TurnCommitted], TurnCommitted] | None = None,
 ) -> CompletedTurn:
-    """The whole-reply turn: generate (aborted if the client goes away), parse, record, commit. `label` sets what
-    a dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
+    """The whole-reply turn: generate (aborted if the client goes away), then `finish_turn`. `label` sets what a
+    dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
     engine_started = time.monotonic()
     async with TurnWatch(state.engine, prepared.request_id, prepared.session, receive):
         generation = await generate(state, prepared)
     engine_seconds = time.monotonic() - engine_started
-    turn = build_turn(prepared, generation, parse_generation(prepared, generation), state.engine.info)
-    if label is not None:
-        turn = label(turn)
-    committed = await state.registry.commit(prepared.session, prepared.plan, turn)
-    state.metrics.observe_turn(
-        len(prepared.prompt_ids), len(generation.output_ids), engine_seconds, time.monotonic() - started
+    parser = prepared.tito_tokenizer
+    turn = await finish_turn(
+        state,
+        prepared,
+        generation,
+        lambda: parser.parse_built_completion(generation.output_ids, prepared.prompt_ids, prepared.request.tools),
+        TurnTiming(started, engine_seconds),
+        label,
     )
-    return CompletedTurn(committed or turn, generation)
+    return CompletedTurn(turn, generation)
 
 
-def parse_generation(prepared: PreparedTurn, generation: Generation) -> ParseResult:
+@dataclass(frozen=True)
+class TurnTiming:
+    """A turn's clock, measured the same way whole or streamed (monotonic seconds)."""
+
+    started: float
+    """When the request arrived (before its body was read)."""
+    engine_seconds: float
+    """The engine call's wall time: from the request leaving to the last id (a stream's end), on tito's clock."""
+
+
+async def finish_turn(
+    state: ServerState,
+    prepared: PreparedTurn,
+    generation: Generation,
+    parse: Callable[[], ParseResult],
+    timing: TurnTiming,
+    label: Callable[[TurnCommitted], TurnCommitted] | None = None,
+) -> TurnCommitted:
+    """The one place a turn is finished, whole or streamed, in every dialect: parse the sampled ids, build the
+    turn's event, label it as the dialect records it, commit it, count it. Returns the turn as committed.
+
+    One behaviour for every path: a parser that raises is a 502 naming the parser (`parse_failure`: the sampled
+    ids could not become a reply; nothing is recorded and a retry samples anew); a session deleted between the
+    engine's end and the commit is a 410 (SessionGoneError), never a reply naming a node that was not recorded."""
     try:
-        return prepared.tito_tokenizer.parse_built_completion(
-            generation.output_ids, prepared.prompt_ids, prepared.request.tools
-        )
+        result = parse()
     except TitoError:
         raise
     except Exception as exc:
-        detail = f"the sampled ids could not be parsed: {type(exc).__name__}: {exc}"
-        raise EngineResponseError("parser", detail) from exc
+        raise parse_failure(exc) from exc
+    turn = build_turn(prepared, generation, result, state.engine.info)
+    if label is not None:
+        turn = label(turn)
+    committed = await state.registry.commit(prepared.session, prepared.plan, turn)
+    if committed is None:
+        raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
+    state.metrics.observe_turn(
+        len(prepared.prompt_ids), len(generation.output_ids), timing.engine_seconds, time.monotonic() - timing.started
+    )
+    return committed
+
+
+def parse_failure(exc: Exception) -> EngineResponseError:
+    """A parser exception on sampled ids (whole or incremental): a 502 that names the parser."""
+    return EngineResponseError("parser", f"the sampled ids could not be parsed: {type(exc).__name__}: {exc}")
 
 
 def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:

@@ -154,6 +154,9 @@ class SharedJournalOwner:
         self._warm_up: asyncio.Task[None] | None = None
         self._dead: dict[int, DeadStream] = {}
         self._loading: dict[int, asyncio.Task[None]] = {}
+        self._unreadable: dict[int, str] = {}
+        """Dead streams that could not be read, and why: reported once, never read again by this life (a session
+        only they hold is unknown here: 404)."""
         self._where: dict[str, int] = {}
         """Sessions of loaded dead streams not held here, and the stream to claim each from."""
         self._gates: dict[str, _Gate] = {}
@@ -235,7 +238,7 @@ class SharedJournalOwner:
         now = time.time()
         retry_after: float | None = None
         for epoch in self.layout.stream_epochs():
-            if epoch == self.epoch or epoch in self._dead:
+            if epoch == self.epoch or epoch in self._dead or epoch in self._unreadable:
                 continue
             if epoch in self._loading:
                 retry_after = RETRY_SOON_S
@@ -265,8 +268,14 @@ class SharedJournalOwner:
         started = time.monotonic()
         try:
             stream, copies = await asyncio.to_thread(read_dead_stream, self.layout, epoch)
-        except (OSError, TitoError):
-            logger.exception("shared journal: cannot read the dead stream of epoch %d", epoch)
+        except (OSError, TitoError) as exc:
+            path = self.layout.stream_dir(epoch)
+            self._unreadable[epoch] = f"{path}: {type(exc).__name__}: {exc}"
+            logger.error(
+                "shared journal: the dead stream %s (epoch %d) is unreadable, so its sessions cannot be taken over "
+                "(this process will not read it again; repair or move it and restart): %s: %s",
+                path, epoch, type(exc).__name__, exc,
+            )  # fmt: skip
             return
         finally:
             self._loading.pop(epoch, None)
@@ -335,8 +344,8 @@ class SharedJournalOwner:
 
     def _follow(self, session_id: str, holder: int) -> None:
         """The session was taken over by `holder` (its copy whole): look for it in that life's stream once dead."""
-        if holder in self._dead:
-            if session_id in self._dead[holder].events:
+        if holder in self._dead or holder in self._unreadable:
+            if holder in self._dead and session_id in self._dead[holder].events:
                 self._where[session_id] = holder
             else:
                 del self._where[session_id]

@@ -57,11 +57,21 @@ def build_samples(
     when the session has no committed turn, and SampleHookError (422) when a picker or post-processor breaks its
     contract."""
     metadata = {**(asked.metadata or {}), **server_metadata}
-    reward = asked.reward if asked.reward is not None else as_number((asked.metadata or {}).get("reward"))
     group_id = asked.group_id or session_group_id
     return session_samples(
-        session_id, trajectory, asked.max_seq_len, reward, metadata, asked.rewards, group_id, asked.conversation_kinds
+        session_id, trajectory, asked.max_seq_len, posted_reward(asked), metadata, asked.rewards, group_id, asked.conversation_kinds
     )
+
+
+def posted_reward(asked: SamplesRequest) -> float | None:
+    """The scalar reward a samples request posts: its `reward`, else `metadata["reward"]` when a number."""
+    return asked.reward if asked.reward is not None else as_number((asked.metadata or {}).get("reward"))
+
+
+def session_reward(asked: SamplesRequest, samples: Sequence[Sample]) -> float | None:
+    """What the session shows as its reward after a samples request: the first sample's, or the posted scalar when
+    the post-processor kept no sample (an empty list is within its contract)."""
+    return samples[0].reward if samples else posted_reward(asked)
 
 
 def samples_response(session_id: str, samples: Sequence[Sample], format: str) -> Response:

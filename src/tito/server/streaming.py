@@ -4,9 +4,10 @@ The wire format is OpenAI's `chat.completion.chunk` stream, so the openai SDK's 
 into the message of the non-streaming reply:
 - a first chunk with `role: assistant`, sent before the engine's first ids;
 - one chunk per engine chunk that decides something: its `reasoning_content`, `content` and `tool_calls`
-  deltas (from `TitoTokenizer.incremental_parser`). Text that a later id could still turn into markup is held
-  back. A tool call arrives whole: its `index`, `id` and `name`, then its arguments, once its closing markup
-  arrives, because a call cut by length is not in the final message and the deltas must add up to it;
+  deltas (from `TitoTokenizer.incremental_parser`; `content` and `reasoning_content` in every delta, null when
+  it has none, as SGLang and vLLM send them). Text that a later id could still turn into markup is held back.
+  A tool call arrives whole: its `index`, `id` and `name`, then its arguments, once its closing markup arrives,
+  because a call cut by length is not in the final message and the deltas must add up to it;
 - the last choice chunk, with the rest of the message and `finish_reason`, sent once the turn is committed
   (the same record the non-streaming path writes), with `tito: {session_id, node_id, invalid_tool_calls}`;
 - with `stream_options.include_usage`, a chunk with `choices: []` and `usage`; then `data: [DONE]`.
@@ -18,12 +19,13 @@ An engine error, a session deleted mid-turn or `--engine-timeout` ends the strea
 data is OpenAI's `{"error": {"type", "message"}}` (the SDK raises it) and commits nothing; a client that
 disconnects gets its engine request aborted (server.aborting) and commits nothing.
 
-The core (`stream_turn`) knows no wire format: engine stream -> collector -> incremental parser deltas -> commit
-at the end, abort watch and errors. A `StreamEncoder` turns its deltas, the committed turn and a failure into
-one dialect's events; `ChatStreamEncoder` is chat completions' (server.dialects holds the others).
+The core (`stream_turn`) knows no wire format: engine stream -> collector -> incremental parser deltas, abort watch
+and errors, then `finish_turn` (server.completions, the whole-reply path's too) parses, records and commits. A
+`StreamEncoder` turns its deltas, the committed turn and a failure into one dialect's events; `ChatStreamEncoder`
+is chat completions' (server.dialects holds the others).
 
-Imports from tito: engines.protocol, errors, parsing.incremental, server.aborting, server.completions, server.errors,
-server.logprobs, server.models, server.state, tokenizer_protocol, trajectory.events.
+Imports from tito: engines.protocol, errors, parsing, parsing.incremental, server.aborting, server.completions,
+server.errors, server.logprobs, server.models, server.state, tokenizer_protocol, trajectory.events.
 """
 
 from __future__ import annotations
@@ -41,10 +43,18 @@ from starlette.types import Receive, Scope, Send
 
 from tito.engines.protocol import FinishKind, GenerationChunk, StreamCollector
 from tito.errors import EngineResponseError, TitoError
-from tito.parsing.incremental import Delta, ToolCallDelta
+from tito.parsing import ParseResult
+from tito.parsing.incremental import Delta, IncrementalParser, ToolCallDelta
 from tito.server.aborting import TurnWatch
-from tito.server.completions import PreparedTurn, build_turn, engine_request, reply_body
-from tito.server.errors import ClientDisconnectedError, SessionGoneError, error_body
+from tito.server.completions import (
+    PreparedTurn,
+    TurnTiming,
+    engine_request,
+    finish_turn,
+    parse_failure,
+    reply_body,
+)
+from tito.server.errors import ClientDisconnectedError, error_body
 from tito.server.logprobs import choice_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.state import ServerState
@@ -52,6 +62,10 @@ from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TurnCommitted
 
 DONE = b"data: [DONE]\n\n"
+OPENING_DELTA = {"role": "assistant", "content": "", "reasoning_content": None}
+"""Every delta carries `content` and `reasoning_content` (null when it has none), as SGLang's and vLLM's do: the
+openai SDK's delta type has no `reasoning_content` field, so `delta.reasoning_content` raises AttributeError on a
+chunk that lacks the key."""
 
 
 class SseResponse(Response):
@@ -163,7 +177,7 @@ class ChatStreamEncoder:
         return replace(turn, response_id=self.chunks.response_id)
 
     def opening(self) -> bytes:
-        return self.chunks.chunk({"role": "assistant", "content": ""}, logprobs=self.opening_logprobs)
+        return self.chunks.chunk(OPENING_DELTA, logprobs=self.opening_logprobs)
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         logprobs = choice_logprobs(self.request, self.tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
@@ -201,11 +215,10 @@ def delta_object(deltas: Sequence[Delta]) -> dict[str, Any]:
             reasoning.append(delta.reasoning_content)
         elif delta.content is not None:
             content.append(delta.content)
-    merged: dict[str, Any] = {}
-    if reasoning:
-        merged["reasoning_content"] = "".join(reasoning)
-    if content:
-        merged["content"] = "".join(content)
+    merged: dict[str, Any] = {  # both keys always (null: nothing this chunk): SDK users read delta.reasoning_content
+        "content": "".join(content) if content else None,
+        "reasoning_content": "".join(reasoning) if reasoning else None,
+    }
     if calls:
         merged["tool_calls"] = list(calls.values())
     return merged
@@ -221,36 +234,41 @@ def message_deltas(message: Mapping[str, Any]) -> list[Delta]:
 
 
 def streamed_reply(
-    state: ServerState, chat: ChatCompletionRequest, prepared: PreparedTurn | TurnCommitted, receive: Receive
+    state: ServerState,
+    chat: ChatCompletionRequest,
+    prepared: PreparedTurn | TurnCommitted,
+    receive: Receive,
+    started: float,
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
     if isinstance(prepared, TurnCommitted):
         encoder = ChatStreamEncoder(state.model_name, chat, state.tokenizers.tokenizer, prepared)
         return SseResponse(replay_committed(prepared, encoder))
-    return SseResponse(stream_turn(state, prepared, receive))
+    return SseResponse(stream_turn(state, prepared, receive, started))
 
 
 async def stream_turn(
-    state: ServerState, prepared: PreparedTurn, receive: Receive, encoder: StreamEncoder | None = None
+    state: ServerState, prepared: PreparedTurn, receive: Receive, started: float, encoder: StreamEncoder | None = None
 ) -> AsyncGenerator[bytes, None]:
-    """The SSE events of one streamed turn, committing it when the engine finishes (see the module docstring);
-    `encoder` writes the dialect's events (default: chat completions')."""
-    started = time.monotonic()
+    """The SSE events of one streamed turn, finished by `finish_turn` when the engine ends (see the module
+    docstring); `encoder` writes the dialect's events (default: chat completions'); `started` is when the request
+    arrived."""
     request = prepared.request
     if encoder is None:
         encoder = ChatStreamEncoder(state.model_name, request, prepared.tito_tokenizer.tokenizer)
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
-    collector = StreamCollector(time.monotonic())
     yield encoder.opening()
     try:
+        engine_started = time.monotonic()
+        collector = StreamCollector(engine_started)
         watch = TurnWatch(engine, prepared.request_id, prepared.session, receive, state.options.engine_timeout)
         async with watch:
             try:
                 async with _closing(engine.stream(engine_request(prepared))) as chunks:
                     async for chunk in chunks:
                         collector.add(chunk)
-                        event = encoder.chunk(parser.feed(chunk.ids), chunk)
+                        event = encoder.chunk(_fed(parser, chunk.ids), chunk)
                         if event:
                             yield event
             except TitoError:
@@ -262,15 +280,15 @@ async def stream_turn(
                 raise EngineResponseError(
                     engine.info.name, f"the engine aborted the generation: {generation.finish.detail}"
                 )
-        last_deltas, result = parser.finish()
-        turn = encoder.label(build_turn(prepared, generation, result, engine.info))
-        committed = await state.registry.commit(prepared.session, prepared.plan, turn)
-        if committed is None:
-            raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
-        turn = committed
-        state.metrics.observe_turn(
-            len(prepared.prompt_ids), len(generation.output_ids), generation.timings.total, time.monotonic() - started
-        )
+        timing = TurnTiming(started, time.monotonic() - engine_started)
+        last_deltas: list[Delta] = []
+
+        def parse() -> ParseResult:
+            deltas, result = parser.finish()
+            last_deltas.extend(deltas)
+            return result
+
+        turn = await finish_turn(state, prepared, generation, parse, timing, encoder.label)
     except ClientDisconnectedError:
         state.metrics.errors.labels(ClientDisconnectedError.__name__).inc()
         return
@@ -283,6 +301,16 @@ async def stream_turn(
         yield encoder.failure(exc)
         return
     yield encoder.closing(last_deltas, turn)
+
+
+def _fed(parser: IncrementalParser, ids: Sequence[int]) -> list[Delta]:
+    """The deltas a chunk decides; a parser exception is the parser's failure (502), not the engine stream's."""
+    try:
+        return parser.feed(ids)
+    except TitoError:
+        raise
+    except Exception as exc:
+        raise parse_failure(exc) from exc
 
 
 async def replay_committed(turn: TurnCommitted, encoder: StreamEncoder) -> AsyncGenerator[bytes, None]:

@@ -70,6 +70,8 @@ class NodeStore:
         self._nodes: dict[int, Node] = {}
         self._roots: list[int] = []
         self._next_node_id = 0
+        self._by_response_id: dict[str, int] = {}
+        """Response id -> node id: a dialect's round-trip value finds its turn in O(1), not by a scan per value."""
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -96,6 +98,11 @@ class NodeStore:
         except KeyError:
             raise TrajectoryIntegrityError(f"node {node_id} is not in this session") from None
 
+    def by_response_id(self, response_id: str) -> Node | None:
+        """The stored node whose turn replied with this response id (None: never committed, or dropped)."""
+        node_id = self._by_response_id.get(response_id)
+        return None if node_id is None else self._nodes[node_id]
+
     def add(self, turn: TurnCommitted) -> Node:
         """Store a committed turn as a node below its parent (or as a new root)."""
         if turn.node_id in self._nodes or turn.node_id < self._next_node_id:
@@ -114,6 +121,7 @@ class NodeStore:
             self._roots.append(turn.node_id)
         node = Node(turn, path_length=turn.kept_parent_ids + len(turn.prompt_ids) + len(turn.output_ids))
         self._nodes[turn.node_id] = node
+        self._by_response_id.setdefault(turn.response_id, turn.node_id)  # the first commit of an id keeps it
         self._next_node_id = turn.node_id + 1
         return node
 
@@ -128,6 +136,8 @@ class NodeStore:
         pending = [node_id]
         while pending:
             current = self._nodes.pop(pending.pop())
+            if self._by_response_id.get(current.turn.response_id) == current.node_id:
+                del self._by_response_id[current.turn.response_id]
             dropped.append(current.node_id)
             pending.extend(current.children)
         return dropped

@@ -325,6 +325,25 @@ def test_count_tokens_is_the_prompt_the_next_turn_runs_on(server: Server, qwen3_
     assert 0 < other.input_tokens < counted.input_tokens  # a conversation the session cannot extend: rendered whole
 
 
+def test_count_tokens_counts_no_resend_in_the_session_or_the_metrics(server: Server) -> None:
+    """count_tokens asks what a turn would cost; it is no resend (neither an extension nor a refused one)."""
+    session_id = server.new_session()
+    client = claude(server, session_id)
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = client.messages.create(model="m", max_tokens=50, messages=messages)
+    counted_before = resend_metrics(server)
+    extended = [*messages, {"role": "assistant", "content": blocks(first)}, {"role": "user", "content": "and?"}]
+    client.messages.count_tokens(model="m", messages=extended)
+    client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "something else"}])
+    resends = server.http.get(f"/sessions/{session_id}").json()["resends"]
+    assert resends == {"matched_exactly": 0, "matched_by_policy": 0, "branched": 0, "failed": 0, "rules": {}}
+    assert resend_metrics(server) == counted_before
+
+
+def resend_metrics(server: Server) -> list[str]:
+    return [line for line in server.http.get("/metrics").text.splitlines() if line.startswith("tito_resends_total")]
+
+
 def test_an_sdk_retry_returns_the_committed_message_without_sampling(server: Server) -> None:
     session_id = server.new_session()
     body = {"max_tokens": 50, "messages": [{"role": "user", "content": QUESTION}]}

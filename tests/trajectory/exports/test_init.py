@@ -3,6 +3,7 @@ naming the choices."""
 
 from __future__ import annotations
 
+import copy
 import importlib
 
 import orjson
@@ -19,7 +20,11 @@ def test_each_projection_round_trips_through_json_to_the_same_samples(name: str)
     chosen = projection(name)
     exported = orjson.loads(orjson.dumps(chosen.export(samples)))
     assert chosen.restore(exported) == samples
-    assert chosen.export(samples) == chosen.export(samples), "a projection is a pure function of its samples"
+
+    untouched = copy.deepcopy(samples)
+    first = chosen.export(samples)
+    assert samples == untouched, "a projection does not change the samples it is given"
+    assert chosen.export(copy.deepcopy(untouched)) == first, "a projection depends only on the samples' values"
 
 
 UPSTREAM = {

@@ -29,10 +29,8 @@ def new_id(prefix: str) -> str:
 
 def stored_turn(session: Session, response_id: str) -> TurnCommitted | None:
     """The session's committed turn with this response id (None: never committed, or dropped by a retry)."""
-    for node in session.trajectory.store:
-        if node.turn.response_id == response_id:
-            return node.turn
-    return None
+    node = session.trajectory.store.by_response_id(response_id)
+    return None if node is None else node.turn
 
 
 def signed_turn(session: Session, signer: RoundTripSigner, value: object) -> TurnCommitted | None:

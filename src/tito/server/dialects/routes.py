@@ -19,7 +19,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.completions import PreparedTurn, complete_turn, fingerprint, is_sdk_retry, prepare_turn
+from tito.server.completions import (
+    PreparedTurn,
+    TurnPrompt,
+    complete_turn,
+    fingerprint,
+    is_sdk_retry,
+    plan_prompt,
+    prepare_turn,
+)
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
@@ -76,13 +84,15 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
                 response.headers.update(error_headers(exc))  # e.g. Retry-After on an engine that is down
             return response
 
-    def streamed(prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn) -> Response:
+    def streamed(
+        prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn, started: float
+    ) -> Response:
         """The turn streamed by the dialect's encoder, or a committed turn (an SDK retry) streamed again."""
         if isinstance(prepared, TurnCommitted):
             prompt_tokens = int(prepared.metadata.get("prompt_tokens", 0))
             return SseResponse(replay_committed(prepared, asked.encoder(prepared.response_id, prompt_tokens)))
         encoder = asked.encoder(new_id(asked.id_prefix), len(prepared.prompt_ids))
-        return SseResponse(stream_turn(state, prepared, request.receive, encoder))
+        return SseResponse(stream_turn(state, prepared, request.receive, started, encoder))
 
     async def run_turn(session_id: str, request: Request, translate: Translate) -> Response:
         """One turn of any dialect: the chat path's steps on the translated request, the reply in the dialect."""
@@ -94,7 +104,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         lineage = lineage_of(request.headers, asked.chat.messages)
         prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), retry, lineage)
         if asked.stream:
-            return streamed(prepared, request, asked)
+            return streamed(prepared, request, asked, started)
         if isinstance(prepared, PreparedTurn):
             label = labeller(new_id(asked.id_prefix), asked.dialect)
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
@@ -138,10 +148,10 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             body = await read_body(request, limit)
             asked = anthropic.parse_request(body, needs_max_tokens=False)
             chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
-            try:  # the prompt ids the turn would run on, attached where planning attaches it
+            try:  # the prompt ids the turn would run on, attached where planning attaches it (no resend counted)
                 lineage = lineage_of(request.headers, chat.messages)
-                prepared = await prepare_turn(state, session, chat, fingerprint(body), False, lineage)
-                count = len(prepared.prompt_ids) if isinstance(prepared, PreparedTurn) else 0
+                prompt = await plan_prompt(state, session, chat, fingerprint(body), False, lineage)
+                count = len(prompt.prompt_ids) if isinstance(prompt, TurnPrompt) else 0
             except TitoError:  # a conversation the session cannot extend: its ids rendered whole
                 tito_tokenizer = state.tokenizers.get(
                     session.config.chat_template_kwargs, chat.chat_template_kwargs, session.config.allowed_append_roles
