@@ -128,3 +128,18 @@ def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, 
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise MessageError(first_index, "messages", "must be a list of message objects")
     return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
+
+
+def check_tool_call_ids(messages: Sequence[Mapping[str, Any]]) -> None:
+    """Every tool message's `tool_call_id` answers a call an earlier assistant message made: a result for a call
+    never made would be rendered, and trained on, as the answer to one."""
+    called: list[str] = []
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                called.append(call["id"])
+        answered = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(answered, str) and answered and answered not in called:
+            made = ", ".join(repr(call_id) for call_id in called[-8:]) or "none"
+            raise MessageError(index, "tool_call_id", f"{answered!r} answers no tool call of this conversation "
+                               f"(the calls made before it: {made})")  # fmt: skip

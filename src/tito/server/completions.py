@@ -4,8 +4,8 @@ A streaming handler reuses every step but `generate` and `reply_body`: it stream
 the same `Generation`, and then calls `build_turn` and commits like the whole-reply path (`complete_turn`).
 Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
 
-Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.events, server (its
-modules).
+Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.events,
+server (its modules).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from starlette.types import Receive
 
 from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
+from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
 from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, validation_error
@@ -91,6 +92,7 @@ async def prepare_turn(
         plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
         if plan.idempotent_reply is not None:
             return plan.idempotent_reply
+        check_tool_call_ids(plan.new_messages)
         appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
         if appended_chars > state.options.offload_chars:
             prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
