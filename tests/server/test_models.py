@@ -49,6 +49,8 @@ REFUSED = [
     ("v1/responses", responses(max_output_tokens=HUGE), f"max_output_tokens: must be an integer from 1 to {INT32_MAX}"),
     ("v1/responses", responses(top_p="1"), "top_p: Input should be a valid number"),
     ("v1/responses", responses(store="no"), "store: Input should be a valid boolean"),
+    # found by the schema fuzz stage (tests/server/test_fuzz.py): an input that translates to no message was a 500
+    ("v1/responses", responses(input=[]), "messages: List should have at least 1 item"),
 ]
 
 

@@ -124,7 +124,10 @@ def chat_request(
         body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice)
-    return ChatCompletionRequest.model_validate(body)  # the dialect's fields share the chat request's types
+    try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
+        return ChatCompletionRequest.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, "request (translated to a chat request)") from None
 
 
 def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:
