@@ -4,7 +4,7 @@ Normalising never mutates the caller's dicts. Content given as a list of text pa
 tool-call arguments are handed to the template the way the family's format embeds them (JSON text kept
 verbatim, or decoded to an object for XML-parameter formats).
 
-Imports nothing from tito but errors and families.base.
+Imports nothing from tito but chat_message, errors and families.base.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tito.chat_message import Message as Message  # re-exported: the modules that read messages from here
 from tito.errors import MessageError, ToolDefinitionError
 from tito.families.base import ToolArguments
 
-Message = dict[str, Any]
 KNOWN_ROLES = ("system", "user", "assistant", "tool")
 
 
