@@ -7,7 +7,8 @@ rendered turn; and at token level that `merge_tokens` equals the ids of the full
 stored ids as its exact prefix (Invariants 2 and 3). Stored ids are simulated the way an engine returns
 them: the full render's ids cut right after the sampled stop token.
 
-Imports from tito: comparator, content_tokens, errors, families, family_tokenizer, tokenizer, tokenizer_protocol.
+Imports from tito: chat_message, comparator, content_tokens, errors, families, family_tokenizer, tokenizer,
+tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tito.chat_message import Message
 from tito.comparator import compare_token_sequences
 from tito.content_tokens import ContentSpecialTokens
 from tito.errors import TitoError
@@ -25,8 +27,6 @@ from tito.families.registry import get_family
 from tito.family_tokenizer import builtin_tokenizer_for as builtin_tokenizer_for  # the matrix's callers take it here
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
-
-Message = dict[str, Any]
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -10,7 +10,7 @@ agent re-generated. `harness` accepts what agent frameworks commonly drop or ref
 generated reply, and nothing else: the stored message is what the engine sampled, so a resend that differs
 only in what the render can recover from the stored ids still attaches to it (docs/frameworks.md).
 
-Imports nothing from tito but errors.
+Imports nothing from tito but chat_message and errors.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tito.chat_message import Message
 from tito.errors import AppendOnlyError, ConfigurationError, MessageError, RoleNotAllowedError
 
-Message = Mapping[str, Any]
 MessageMatcher = Callable[[Message, Message], "str | None"]
 """(stored, sent) -> the first differing field's name, or None when they match."""
 

@@ -4,7 +4,7 @@ Normalising never mutates the caller's dicts. Content given as a list of text pa
 tool-call arguments are handed to the template the way the family's format embeds them (JSON text kept
 verbatim, or decoded to an object for XML-parameter formats).
 
-Imports nothing from tito but errors and families.base.
+Imports nothing from tito but chat_message, errors and families.base.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tito.chat_message import Message as Message  # re-exported: the modules that read messages from here
 from tito.errors import MessageError, ToolDefinitionError
 from tito.families.base import ToolArguments
 
-Message = dict[str, Any]
 KNOWN_ROLES = ("system", "user", "assistant", "tool")
 
 
@@ -128,3 +128,18 @@ def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, 
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise MessageError(first_index, "messages", "must be a list of message objects")
     return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
+
+
+def check_tool_call_ids(messages: Sequence[Mapping[str, Any]]) -> None:
+    """Every tool message's `tool_call_id` answers a call an earlier assistant message made: a result for a call
+    never made would be rendered, and trained on, as the answer to one."""
+    called: list[str] = []
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                called.append(call["id"])
+        answered = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(answered, str) and answered and answered not in called:
+            made = ", ".join(repr(call_id) for call_id in called[-8:]) or "none"
+            raise MessageError(index, "tool_call_id", f"{answered!r} answers no tool call of this conversation "
+                               f"(the calls made before it: {made})")  # fmt: skip

@@ -25,7 +25,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tito.errors import TemplateRenderError
 
-Message = dict[str, Any]
 """An OpenAI-style chat message as plain JSON data."""
 
 

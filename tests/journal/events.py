@@ -3,9 +3,12 @@ child process and the test that checks its journal agree on what was written."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
+from pathlib import Path
 
+from tito.journal.writer import FsyncPolicy, JournalWriter
 from tito.trajectory.events import (
     SamplesTaken,
     SessionConfig,
@@ -99,3 +102,26 @@ def deleted_by_script(session_id: str, written: int) -> bool:
     """Whether the first `written` scripted events include the deletion of `session_id`."""
     session = int(session_id.removeprefix("s"))
     return session % 3 == 2 and 6 * session + 5 < written
+
+
+LEGACY_HUGE = 2**70
+"""A value servers recorded before requests were range-checked (a `seed`, a `max_nodes`); 64-bit JSON refuses it."""
+
+
+def write_legacy_journal(directory: Path) -> tuple[str, str]:
+    """A journal as a server wrote it before requests were range-checked: session `poisoned`, created with
+    `max_nodes` LEGACY_HUGE, whose turn sampled with `seed` LEGACY_HUGE, next to a plain session `plain`; both
+    sampled (so both have ended). Returns their ids."""
+    poisoned, plain = "poisoned", "plain"
+    huge = SessionConfig(trajectory=TrajectoryKind.TREE, max_nodes=LEGACY_HUGE)
+    events: list[SessionEvent] = [
+        SessionCreated(poisoned, huge, 1000.0),
+        SessionCreated(plain, SessionConfig(), 1000.0),
+    ]
+    seeded = dataclasses.replace(turn(poisoned, 0), metadata={"sampling": {"seed": LEGACY_HUGE, "temperature": 1.0}})
+    events += [seeded, turn(plain, 0)]
+    events += [SamplesTaken(poisoned, 2000.0), SamplesTaken(plain, 2000.0)]
+    with JournalWriter(directory, FsyncPolicy.NEVER) as writer:
+        for event in events:
+            writer.append_blocking(event)
+    return poisoned, plain

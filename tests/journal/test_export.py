@@ -3,17 +3,21 @@ bit for bit; which sessions count as ended; a damaged journal exports what prece
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.journal.events import LEGACY_HUGE, turn, write_legacy_journal
 from tests.server.conftest import running_server
 from tests.server.journal_agent import Agent
 from tests.server.test_completions import converse
 from tito.cli import main
 from tito.journal.segments import list_segments
+from tito.journal.writer import FsyncPolicy, JournalWriter
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory.events import SamplesTaken, SessionConfig, SessionCreated, TrajectoryKind
 from tito.trajectory.exports import PROJECTIONS
 
 
@@ -95,3 +99,34 @@ def test_a_trainer_format_export_equals_the_servers_reply_in_that_format_and_kee
     assert code == 0 and orjson.loads(document) == reply["samples"]
     (sample,) = PROJECTIONS[format].restore(reply["samples"])
     assert sample.group_id == "prompt-9" and len(sample.spans) == 2
+
+
+def test_a_journal_written_before_range_checks_exports_every_session_and_names_the_odd_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    poisoned, plain = write_legacy_journal(tmp_path / "journal")
+    for format in ("jsonl", *PROJECTIONS, "safetensors"):
+        code, payload = export(tmp_path / "journal", tmp_path / f"out.{format}", "--format", format)
+        assert code == 0, format
+        assert payload
+        assert f"session {poisoned}: exported with a value 64-bit JSON readers refuse" in capsys.readouterr().err
+    _, jsonl = export(tmp_path / "journal", tmp_path / "out.jsonl")
+    samples = {line["metadata"]["session_id"]: line for line in map(json.loads, jsonl.splitlines())}
+    assert set(samples) == {poisoned, plain}
+    assert samples[poisoned]["spans"][0]["sampling"]["seed"] == LEGACY_HUGE  # written exactly as stored
+
+
+def test_a_session_that_cannot_become_samples_is_reported_and_the_others_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session whose sample hook this machine cannot import (written by another deployment) is left out."""
+    directory = tmp_path / "journal"
+    _, plain = write_legacy_journal(directory)
+    hooked = SessionConfig(trajectory=TrajectoryKind.TREE, sample_postprocessor="absent_package.hooks:post")
+    with JournalWriter(directory, FsyncPolicy.NEVER) as writer:
+        for event in (SessionCreated("hooked", hooked, 1000.0), turn("hooked", 0), SamplesTaken("hooked", 2000.0)):
+            writer.append_blocking(event)
+    code, jsonl = export(directory, tmp_path / "out.jsonl")
+    assert code == 1
+    assert plain in exported_sessions(jsonl) and "hooked" not in exported_sessions(jsonl)
+    assert "session hooked: not exported: ConfigurationError" in capsys.readouterr().err

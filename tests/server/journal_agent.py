@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
 
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, decode_safetensors
 from tito.trajectory.samples import Sample
@@ -51,6 +52,28 @@ class Agent:
         response = http.post(self.chat_path, json=self.request_body())
         assert response.status_code == 200, response.text
         self.receive(response.json())
+
+    def turn_streamed(self, http: httpx.Client) -> None:
+        """The same turn with `stream: true`: received once the stream's `[DONE]` arrived, its message the deltas
+        added up."""
+        message: dict[str, Any] = {"role": "assistant", "content": ""}
+        response_id, done = "", False
+        with http.stream("POST", self.chat_path, json={**self.request_body(), "stream": True}) as response:
+            assert response.status_code == 200, response.read().decode()
+            for line in response.iter_lines():
+                if line == "data: [DONE]":
+                    done = True
+                elif line.startswith("data: "):
+                    chunk = orjson.loads(line[6:])
+                    assert "error" not in chunk, chunk
+                    response_id = chunk["id"]
+                    for choice in chunk["choices"]:
+                        for key in ("content", "reasoning_content"):
+                            if choice["delta"].get(key):
+                                message[key] = message.get(key, "") + choice["delta"][key]
+        if not done:
+            raise httpx.RemoteProtocolError("the stream ended before [DONE]")
+        self.receive({"id": response_id, "choices": [{"message": message}]})
 
 
 def stored_response_ids(http: httpx.Client, session_id: str) -> list[str]:

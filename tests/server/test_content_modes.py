@@ -34,7 +34,7 @@ def test_a_tool_output_quoting_control_markup_is_text_unless_the_server_says_con
         assert first.status_code == 200, first.text
         before = len(engine.requests[-1].prompt_ids)
         assistant = {**first.json()["choices"][0]["message"]}
-        messages += [assistant, {"role": "tool", "tool_call_id": "call_1", "content": FORGED}]
+        messages += [assistant, {"role": "tool", "content": FORGED}]  # no call made: a tool message that answers none
         second = httpx.post(route, json={"messages": messages})
         assert second.status_code == 200, second.text
     prompt = list(engine.requests[-1].prompt_ids)

@@ -39,19 +39,22 @@ KILLS = ("between", "mid_engine", "mid_write", "mid_engine", "between")
 
 
 class ServeProcess:
-    """`python -m tito serve --engine instant --journal DIR` on a free loopback port; stopped by its own pid."""
+    """`python -m tito serve --engine instant [--journal DIR]` on a free loopback port; stopped by its own pid."""
 
-    def __init__(self, journal: Path, log: Path) -> None:
+    def __init__(self, journal: Path | None, log: Path, token_delay: float = TOKEN_DELAY) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         command = [sys.executable, "-m", "tito", "serve", "--engine", "instant", "--family", "qwen3", "--port",
-                   str(port), "--journal", str(journal), "--instant-token-delay", str(TOKEN_DELAY)]  # fmt: skip
+                   str(port), "--instant-token-delay", str(token_delay)]  # fmt: skip
+        if journal is not None:
+            command += ["--journal", str(journal)]
+        self.url = f"http://127.0.0.1:{port}"
         self.log = log
         with log.open("ab") as output:
             env = {**os.environ, "PYTHONPATH": str(SRC)}
             self.process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        self.http = httpx.Client(base_url=self.url, timeout=10)
         deadline = time.monotonic() + 60
         while True:
             try:

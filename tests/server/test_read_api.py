@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.journal.events import LEGACY_HUGE, write_legacy_journal
 from tests.server.conftest import Server, ServerFactory, running_server
 from tests.server.inspector_scenario import TreeScenario, linear_session, tree_session, user
 from tests.server.test_completions import as_message, client
@@ -28,6 +29,7 @@ from tito.server.read_api import JournalSessions
 from tito.server.running import serve_in_thread
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
+from tito.trajectory.exports import PROJECTIONS
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +134,8 @@ def test_bad_node_ids_and_sessions_are_named_with_the_right_status(server: Serve
     assert missing.status_code == 404 and "no node 99" in missing.json()["error"]["message"]
     wrong = server.http.get(f"{base}/first")
     assert wrong.status_code == 400 and "'first'" in wrong.json()["error"]["message"]
+    for not_ascii in ("%C2%B9", "%D9%A1", "%EF%BC%91"):  # superscript one, Arabic-Indic one, fullwidth one
+        assert server.http.get(f"{base}/{not_ascii}").status_code == 400, not_ascii
     assert server.http.get("/sessions/nope/turns/0").status_code == 404
     gone = server.new_session()
     assert server.http.delete(f"/sessions/{gone}").status_code == 204
@@ -286,3 +290,19 @@ def test_an_export_line_that_is_not_a_sample_is_named(tmp_path: Path) -> None:
     exported.write_text('{"tokens": [1]}\n', encoding="utf-8")
     with pytest.raises(ExportFileError, match=r"samples.jsonl line 1: .*KeyError"):
         ExportSessions(exported)
+
+
+def test_values_stored_before_range_checks_read_back_on_every_route(
+    qwen3_tokenizer: LocalTokenizer, tmp_path: Path
+) -> None:
+    """A journal holding a `max_nodes` and a `seed` beyond 64 bits: the restarted server reads them back exactly."""
+    poisoned, _ = write_legacy_journal(tmp_path / "journal")
+    with running_server(qwen3_tokenizer, journal=tmp_path / "journal") as server:
+        assert get(server, f"/sessions/{poisoned}")["max_nodes"] == LEGACY_HUGE
+        assert get(server, f"/sessions/{poisoned}/turns/0")["node_id"] == 0
+        assert any(row["session_id"] == poisoned for row in get(server, "/sessions")["sessions"])
+        for format in ("json", "safetensors", *PROJECTIONS):
+            reply = server.http.post(f"/sessions/{poisoned}/samples", json={"format": format})
+            assert reply.status_code == 200, (format, reply.text)
+        spans = server.http.post(f"/sessions/{poisoned}/samples").json()["samples"][0]["spans"]
+        assert spans[0]["sampling"]["seed"] == LEGACY_HUGE

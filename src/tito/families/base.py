@@ -4,7 +4,7 @@ A family is declared once, as a frozen value, and everything else (the CLI's cho
 parameters, docs tables) derives from the registry. Construction fails on a role outside
 VALID_APPEND_ROLES or a template file that does not exist, so a bad declaration never imports.
 
-Imports nothing from tito but errors and families.engine_recipe.
+Imports nothing from tito but chat_message, errors and families.engine_recipe.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tito.chat_message import Message
 from tito.errors import ConfigurationError
 from tito.families.engine_recipe import NO_ENGINE_RECIPE, EngineRecipe
 
@@ -24,10 +25,7 @@ VALID_APPEND_ROLES: tuple[str, ...] = ("tool", "user", "system", "assistant")
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
-Message = dict[str, Any]
-MessageEncoder = Callable[
-    [Sequence[Mapping[str, Any]], "Sequence[Mapping[str, Any]] | None", bool, Mapping[str, Any]], str
-]
+MessageEncoder = Callable[[Sequence[Message], "Sequence[Mapping[str, Any]] | None", bool, Mapping[str, Any]], str]
 """A Python chat encoder (DeepSeek): (messages, tools, add_generation_prompt, kwargs) -> prompt text."""
 
 

@@ -4,7 +4,7 @@ The `default` family makes no claims: each role is supported only if appending i
 conversations extends the earlier render byte for byte, shows the message's content, and ends with
 the generation prompt. The per-role verdicts are kept on the family (`Family.probe_report`) and reported.
 
-Imports from tito: errors, families.base, families.default, tokenizer_protocol.
+Imports from tito: chat_message, errors, families.base, families.default, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from tito.chat_message import Message
 from tito.errors import ConfigurationError, TemplateRenderError, TitoError
 from tito.families.base import VALID_APPEND_ROLES, Family, FixedTemplate, Junction, ProbeReport, ToolArguments
 from tito.families.default import DEFAULT
 from tito.tokenizer_protocol import Tokenizer
 
-Message = dict[str, Any]
 ProbeRender = Callable[[Sequence[Message], Any, bool], str]
 
 

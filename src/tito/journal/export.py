@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import orjson
 from tito.errors import JournalError
 from tito.journal.replay import SessionLog, replay
 from tito.trajectory import create_episode
-from tito.trajectory.codec import encode_safetensors, sample_to_json
+from tito.trajectory.codec import encode_safetensors, json_bytes, sample_to_json
 from tito.trajectory.exports import PROJECTIONS
 from tito.trajectory.samples import Sample, session_samples
 
@@ -40,11 +40,20 @@ def has_ended(log: SessionLog, now: float) -> bool:
     return log.status(now) != "live" or log.samples_taken > 0
 
 
+Report = Callable[[str], None]
+"""Where a session the export leaves out, or writes with a value outside what JSON readers take, is told."""
+
+
+def _ignore(line: str) -> None:
+    return None
+
+
 def export_samples(
-    directory: Path, now: float, include_live: bool = False, only: Collection[str] = ()
+    directory: Path, now: float, include_live: bool = False, only: Collection[str] = (), report: Report = _ignore
 ) -> tuple[list[Sample], str | None]:
     """The samples of every ended session (every session with `include_live`; of those, only the ones named in
-    `only` when given), in creation order, and the journal's damage if any (samples come from the records before it)."""
+    `only` when given), in creation order, and the journal's damage if any (samples come from the records before it).
+    A session whose stored turns cannot be made into samples is told to `report` and left out; the others export."""
     if not directory.is_dir():
         raise JournalError(f"no journal directory at {directory}")
     replayed = replay(directory)
@@ -52,27 +61,50 @@ def export_samples(
     for log in replayed.sessions.values():
         if not log.turns or not (include_live or has_ended(log, now)) or (only and log.session_id not in only):
             continue
-        trajectory = create_episode(log.created.config)
-        for turn in log.turns:
-            trajectory.apply(turn)
-        last = log.turns[-1].metadata
-        facts = {key: last[key] for key in ENGINE_FACTS if key in last}
-        samples += session_samples(log.session_id, trajectory, metadata=facts, group_id=log.created.config.group_id)
+        try:
+            samples += _session_samples(log)
+        except Exception as exc:  # one session's stored values must not stop the export of every other
+            report(f"session {log.session_id}: not exported: {type(exc).__name__}: {exc}")
     damage = replayed.report.damage
     return samples, None if damage is None else str(damage)
 
 
-def encode(samples: list[Sample], format: str) -> bytes:
+def _session_samples(log: SessionLog) -> list[Sample]:
+    trajectory = create_episode(log.created.config)
+    for turn in log.turns:
+        trajectory.apply(turn)
+    last = log.turns[-1].metadata
+    facts = {key: last[key] for key in ENGINE_FACTS if key in last}
+    return session_samples(log.session_id, trajectory, metadata=facts, group_id=log.created.config.group_id)
+
+
+def encode(samples: list[Sample], format: str, report: Report = _ignore) -> bytes:
+    """The samples in `format`; a session holding an integer beyond 64 bits (stored before requests were
+    range-checked) is written exactly all the same (stdlib JSON) and told to `report`."""
+    for sample in samples:
+        try:
+            orjson.dumps(sample_to_json(sample))
+        except orjson.JSONEncodeError as exc:
+            report(
+                f"session {sample.metadata.get('session_id')}: exported with a value 64-bit JSON readers refuse: {exc}"
+            )
     if format == "safetensors":
         return encode_safetensors(samples)
     if format in PROJECTIONS:
-        return orjson.dumps(PROJECTIONS[format].export(samples)) + b"\n"
-    return b"".join(orjson.dumps(sample_to_json(sample)) + b"\n" for sample in samples)
+        return json_bytes(PROJECTIONS[format].export(samples)) + b"\n"
+    return b"".join(json_bytes(sample_to_json(sample)) + b"\n" for sample in samples)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    samples, damage = export_samples(Path(args.directory), time.time(), args.all, args.session or ())
-    payload = encode(samples, args.format)
+    left_out: list[str] = []
+    samples, damage = export_samples(Path(args.directory), time.time(), args.all, args.session or (), left_out.append)
+    for line in left_out:
+        _to_stderr(line)
+    payload = encode(samples, args.format, _to_stderr)
     if args.out:
         Path(args.out).write_bytes(payload)
     else:
@@ -81,8 +113,7 @@ def run_export(args: argparse.Namespace) -> int:
     print(f"exported {len(samples)} sample(s) as {args.format}", file=sys.stderr)
     if damage is not None:
         print(f"damaged: {damage}; exported the sessions as of the records before it", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if damage is not None or left_out else 0
 
 
 def add_export_command(actions: Any) -> None:

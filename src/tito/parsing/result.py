@@ -1,6 +1,6 @@
 """What a parse returns: the OpenAI assistant message, the finish reason and one status per tool-call attempt.
 
-Frozen values only; imports nothing from tito.
+Frozen values only; imports nothing from tito but chat_message.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tito.chat_message import Message
+
 FinishReason = Literal["stop", "length", "tool_calls"]
-AssistantMessage = dict[str, Any]
+AssistantMessage = Message
 """An OpenAI chat-completions assistant message: `role`, `content`, optional `reasoning_content`, `tool_calls`."""
 ToolSchema = Mapping[str, Any]
 """One entry of the request's `tools`: `{"type": "function", "function": {"name", "parameters", ...}}`."""

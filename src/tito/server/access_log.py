@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 
 import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage  # an ASGI event, not a chat message (tito.chat_message)
 
 logger = logging.getLogger("tito.access")
 
@@ -74,7 +75,7 @@ class AccessLogMiddleware:
         turns: list[TurnFacts] = []
         token = _current.set(turns)
 
-        async def send_noting_status(message: Message) -> None:
+        async def send_noting_status(message: AsgiMessage) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])

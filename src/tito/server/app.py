@@ -38,6 +38,7 @@ from tito.server.lineage import lineage_of
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.openapi import tito_openapi
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
@@ -217,6 +218,7 @@ def create_app(state: ServerState) -> FastAPI:
         await registry.samples_taken(session, session_reward(asked, built))
         return samples_response(session_id, built, wanted)
 
+    app.openapi = lambda: tito_openapi(app)  # type: ignore[method-assign]  # the bodies the routes read themselves
     return app
 
 

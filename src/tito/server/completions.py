@@ -6,7 +6,7 @@ reply.
 in every dialect (server.dialects runs these same steps on the chat request it translates its own into), so a
 parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
-Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.episode,
+Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.episode,
 trajectory.events, trajectory.linear, server (its modules).
 """
 
@@ -26,6 +26,7 @@ from starlette.types import Receive
 
 from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
+from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
 from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
@@ -112,6 +113,7 @@ async def plan_prompt(
     plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry, lineage, structured)
     if plan.idempotent_reply is not None:
         return plan.idempotent_reply
+    check_tool_call_ids(plan.new_messages)
     appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
     if appended_chars > state.options.offload_chars:
         prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)

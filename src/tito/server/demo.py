@@ -1,6 +1,10 @@
 """`tito demo`: the embedded local model behind `tito serve`, one real session through the openai SDK, and
 the sample a trainer would get (conversation, tokens coloured by loss mask with logprobs, totals).
 
+It cannot fail on a model's whim: each step samples with its own fixed seed (the same replies on every run) under a
+limit its replies fit, and a reply cut by the limit anyway ends the conversation with a line saying why (a turn cut
+by length cannot be continued: the next request would be a 409) before the sample is shown.
+
 Imports from tito: server (its modules).
 """
 
@@ -31,7 +35,11 @@ _STEPS: list[tuple[str, list[dict[str, Any]]]] = [
 ]  # fmt: skip
 
 
-def run_demo(port: int = 0, max_tokens: int = 48, engine: str = "local", family: str = "default") -> int:
+DEMO_SEED = 7
+"""Step i samples with seed DEMO_SEED + i: the demo's replies are the same on every run."""
+
+
+def run_demo(port: int = 0, max_tokens: int = 160, engine: str = "local", family: str = "default") -> int:
     """Serve `engine` (the embedded SmolLM2 by default), drive the session, show the sample; returns 0."""
     console = Console()
     console.print(f"[bold]tito demo[/bold]: starting tito serve --engine {engine} ...")
@@ -41,7 +49,7 @@ def run_demo(port: int = 0, max_tokens: int = 48, engine: str = "local", family:
         session_id = httpx.post(f"{base_url}/sessions").json()["session_id"]
         client = OpenAI(base_url=f"{base_url}/sessions/{session_id}/v1", api_key="unused")
         messages: list[dict[str, Any]] = []
-        for title, appended in _STEPS:
+        for step, (title, appended) in enumerate(_STEPS):
             if messages and not {m["role"] for m in appended} <= roles:
                 console.print(f"[yellow]skipped {title}: this family does not support appending those roles[/]")
                 continue
@@ -51,10 +59,16 @@ def run_demo(port: int = 0, max_tokens: int = 48, engine: str = "local", family:
                 messages=messages,  # type: ignore[arg-type]
                 max_tokens=max_tokens,
                 temperature=0.7,
+                seed=DEMO_SEED + step,
             )
             messages.append(reply.choices[0].message.model_dump(exclude_none=True))
             console.print(f"[dim]{title}: {reply.usage.prompt_tokens if reply.usage else '?'} prompt ids, "
                           f"{reply.usage.completion_tokens if reply.usage else '?'} sampled[/]")  # fmt: skip
+            if reply.choices[0].finish_reason == "length":
+                console.print(f"[yellow]{title}: the reply reached max_tokens={max_tokens}; a turn cut by the "
+                              "limit cannot be continued (the next request would be a 409), so the conversation "
+                              "ends here[/]")  # fmt: skip
+                break
         sample = httpx.post(f"{base_url}/sessions/{session_id}/samples", json={"reward": 1.0}).json()["samples"][0]
     _show(console, messages, sample, state.tokenizers.tokenizer)
     console.print(Panel(

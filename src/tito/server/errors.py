@@ -83,7 +83,9 @@ class SessionHeldElsewhereError(RetryableError):
 
 def validation_error(exc: ValidationError, where: str = "body") -> BadRequestError:
     """A pydantic error as a 400 that names each wrong field and what it must be."""
-    problems = [f"{_location(error['loc'])}: {error['msg']}" for error in exc.errors()[:5]]
+    problems = [
+        f"{_location(error['loc'])}: {error['msg'].removeprefix('Value error, ')}" for error in exc.errors()[:5]
+    ]
     return BadRequestError(f"invalid request {where}: " + "; ".join(problems))
 
 

@@ -1,62 +1,145 @@
-"""Pydantic models of the request bodies: the OpenAI chat-completions request and the samples request.
+"""Pydantic models of the request bodies, one per route, on shared field types: the OpenAI chat-completions
+request, the session and samples requests; the Anthropic and Responses edges build their requests from the same
+types and validate the chat request they translate to through `ChatCompletionRequest` like any other.
 
-Unknown fields pass validation and are ignored, as OpenAI's own server does; a known field of the wrong type
-is a 400 naming it. Messages are validated by `tito.messages` (per message and field) when the prompt is built.
+Strict where the upstream APIs are strict: no string for a number or a boolean, finite floats only, integers in the
+range the engines and the sample formats carry (an out-of-range `seed` would otherwise be recorded and break every
+later read of the session), and every free-form JSON object (messages, tools, metadata) holds only values the
+journal and the exports can write. Unknown fields of a dialect's request pass and are ignored, as the providers'
+own servers do; a known field of the wrong type or range is a 400 naming it and the range.
 
 Imports nothing from tito.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+"""The widest integer the sample formats (safetensors metadata, trainers' JSON readers) and the engines take."""
+MAX_JSON_DEPTH = 64
 
 
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+@dataclass(frozen=True)
+class Within:
+    """An integer field's closed range, checked with a message naming both ends and shown in the OpenAPI schema."""
 
+    low: int
+    high: int
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(minimum=self.low, maximum=self.high)
+        return json_schema
+
+    def _check(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise ValueError(f"must be an integer from {self.low} to {self.high}, not {value}")
+        return value
+
+
+def json_safe(value: Any, where: str = "") -> None:
+    """Raise ValueError naming the place of a value JSON readers cannot take back exactly: an integer outside the
+    64-bit range, a NaN or infinite float, nesting deeper than MAX_JSON_DEPTH."""
+    _walk(value, where, 0)
+
+
+def _walk(value: Any, where: str, depth: int) -> None:
+    if value is None or isinstance(value, str | bool):
+        return
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{where or 'value'}: nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, int):
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise ValueError(f"{where or 'value'}: the integer {value} is outside the 64-bit range")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where or 'value'}: {value} is not a finite number")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, f"{where}.{key}" if where else str(key), depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk(item, f"{where}[{index}]", depth + 1)
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    json_safe(value)
+    return value
+
+
+TokenLimit = Annotated[int, Within(1, INT32_MAX)]
+"""A count of tokens to sample or keep."""
+TopK = Annotated[int, Within(-1, INT32_MAX)]
+"""-1 (and 0): no cut, as vLLM and SGLang read it."""
+Seed = Annotated[int, Within(0, INT64_MAX)]
+Temperature = Annotated[float, Field(ge=0.0, le=1e6)]
+TopP = Annotated[float, Field(gt=0.0, le=1.0)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
+"""OpenAI's range for presence and frequency penalties."""
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_object)]
+"""A free-form JSON object (a message, a tool, metadata) whose every value the journal and the exports can write."""
+
+
+class RequestModel(BaseModel):
+    """Strict types (JSON's own: no "10" for 10, no "yes" for true), finite floats, unknown fields ignored."""
+
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+class StreamOptions(RequestModel):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    messages: list[dict[str, Any]] = Field(min_length=1)
+class ChatCompletionRequest(RequestModel):
+    messages: list[JsonObject] = Field(min_length=1)
     model: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    temperature: float | None = Field(default=None, ge=0.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    top_k: int | None = None
-    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    tools: list[JsonObject] | None = None
+    tool_choice: str | JsonObject | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_k: TopK | None = None
+    min_p: Probability | None = None
+    max_tokens: TokenLimit | None = None
+    max_completion_tokens: TokenLimit | None = None
     stop: str | list[str] | None = None
-    seed: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    repetition_penalty: float | None = None
-    n: int | None = Field(default=None, ge=1)
+    seed: Seed | None = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
+    repetition_penalty: Annotated[float, Field(gt=0.0, le=100.0)] | None = None
+    n: Annotated[int, Within(1, INT32_MAX)] | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: Annotated[int, Within(0, 20)] | None = None
     return_token_ids: bool = False
     """tito's extension (the SDK's `extra_body`): each streamed chunk carries the ids it covers and their logprobs."""
-    chat_template_kwargs: dict[str, Any] | None = None
+    chat_template_kwargs: JsonObject | None = None
 
 
-class SessionRequest(BaseModel):
+class SessionRequest(RequestModel):
     """`POST /sessions`: every field optional; the launch options fill the rest."""
 
     model_config = ConfigDict(extra="forbid")
 
     trajectory: Literal["linear", "tree"] | None = None
     """None: the server's `--trajectory`."""
-    chat_template_kwargs: dict[str, Any] | None = None
+    chat_template_kwargs: JsonObject | None = None
     allowed_append_roles: list[str] | None = None
-    ttl_seconds: float | None = Field(default=None, gt=0)
-    max_nodes: int | None = Field(default=None, ge=1)
+    ttl_seconds: Annotated[float, Field(gt=0, le=10 * 365 * 86400)] | None = None
+    """Seconds idle before the session expires; at most ten years (never above the server's `--session-ttl`)."""
+    max_nodes: Annotated[int, Within(1, INT32_MAX)] | None = None
     """Tree sessions: the most generations kept; None: the server's `--max-nodes`."""
     strict_append_only: bool | None = None
     """Tree sessions: refuse any branch instead of growing one; None: the server's `--strict-append-only`."""
@@ -66,19 +149,19 @@ class SessionRequest(BaseModel):
     """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
 
 
-class SamplesRequest(BaseModel):
+class SamplesRequest(RequestModel):
     """`POST /sessions/{id}/samples`: optional cut, rewards, group and the trainer's metadata, and the format."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_seq_len: int | None = Field(default=None, ge=1)
+    max_seq_len: TokenLimit | None = None
     reward: float | None = None
     """Every sample's reward unless `rewards` names its last turn's response id."""
     rewards: dict[str, float] | None = None
     """Rewards by response id (the `id` of a reply): a sample gets its last turn's; each span gets its own."""
     group_id: str | None = Field(default=None, min_length=1)
     """Overrides the session's `group_id` on these samples."""
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     format: str | None = None
     """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""
     conversation_kinds: list[Literal["main", "subagent", "side", "compaction"]] | None = Field(

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage  # an ASGI event, not a chat message (tito.chat_message)
 
 from tito.errors import TitoError
 from tito.journal import BackgroundCompactor, JournalWriter, SessionLog, open_journal, replay
@@ -398,7 +399,7 @@ class OwnershipMiddleware:
             await self.app(scope, receive, send)
             return
 
-        async def send_naming_the_process(message: Message) -> None:
+        async def send_naming_the_process(message: AsgiMessage) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), (PROCESS_HEADER, self.process)]
             await send(message)

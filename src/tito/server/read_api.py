@@ -14,9 +14,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
 
@@ -25,6 +24,7 @@ from tito.journal.replay import SessionLog, replay
 from tito.journal.segments import list_segments
 from tito.server.errors import BadRequestError, SessionNotFoundError
 from tito.server.inspection import InspectedSession, session_detail, session_row, turn_detail
+from tito.server.replies import json_response
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
@@ -149,10 +149,6 @@ def _offline_trajectory(config: SessionConfig) -> Trajectory:
         return create_episode(dataclasses.replace(config, sample_picker=None, sample_postprocessor=None))
 
 
-def _json(body: Any) -> Response:
-    return Response(orjson.dumps(body), media_type="application/json")
-
-
 def add_read_routes(app: FastAPI, source: SessionSource) -> None:
     """Register the three read routes on `app`."""
 
@@ -161,16 +157,16 @@ def add_read_routes(app: FastAPI, source: SessionSource) -> None:
         """Every session (live ones on a server; every journaled one offline), most recently active first."""
         rows = [session_row(session) for session in source.sessions()]
         rows.sort(key=lambda row: row["last_activity"], reverse=True)
-        return _json({"sessions": rows})
+        return json_response({"sessions": rows})
 
     @app.get("/sessions/{session_id}")
     async def describe_session(session_id: str, touch: bool = True) -> Response:
         """As before the inspector, a describe restarts the session's idle clock; `?touch=false` (the page's
         polling) reads without keeping the session alive."""
-        return _json(session_detail(source.session(session_id, touch)))
+        return json_response(session_detail(source.session(session_id, touch)))
 
     @app.get("/sessions/{session_id}/turns/{node}")
     async def describe_turn(session_id: str, node: str) -> Response:
-        if not node.isdigit():
+        if not (node.isascii() and node.isdigit()):
             raise BadRequestError(f"turn {node!r}: a node id is a non-negative integer, e.g. /sessions/{{id}}/turns/0")
-        return _json(turn_detail(source.session(session_id), int(node)))
+        return json_response(turn_detail(source.session(session_id), int(node)))

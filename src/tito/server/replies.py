@@ -1,22 +1,24 @@
 """The replies and the request body every route shares: JSON, an error (not retried by the SDKs unless 429), and
 the body read under the server's size limit.
 
-Imports from tito: server.errors.
+Imports from tito: server.errors, trajectory.codec.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 
-from tito.server.errors import BodyTooLargeError
+from tito.server.errors import BodyTooLargeError, ClientDisconnectedError
+from tito.trajectory.codec import json_bytes
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+    """A JSON reply; one holding a value stored before requests were range-checked is written all the same."""
+    return Response(json_bytes(body), status_code=status, media_type="application/json")
 
 
 def error_response(body: Any, status: int) -> Response:
@@ -30,13 +32,20 @@ def error_response(body: Any, status: int) -> Response:
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused (413) past `limit` bytes: before it is read when the length is declared, else
-    (chunked) as soon as what arrived passes the limit, never buffering more."""
+    (chunked) as soon as what arrived passes the limit, never buffering more. A body cut short (the client left, or
+    its framing was malformed and the HTTP server already answered 400) is the client's protocol error, not tito's."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
+    except ClientDisconnect:
+        raise ClientDisconnectedError(
+            f"the request body ended after {len(body)} bytes: the client left, or its framing (chunk sizes, "
+            "Content-Length) was malformed"
+        ) from None
     return bytes(body)

@@ -6,6 +6,10 @@ connection (httpx and the openai SDK 5 s, aiohttp 15 s), so a client never sends
 server is closing at that moment (with uvicorn's default of 5 s, equal to httpx's, such a request dies with a reset:
 httpx.ReadError). The listen backlog holds a burst of new connections until they are accepted.
 
+A request the HTTP server cannot parse (a malformed chunk size, a bad Content-Length) is the client's error: uvicorn
+answers 400 and its warning line is logged at INFO (`ClientErrorsAtInfo`); the route reading the body answers 499,
+counted under its own name in /metrics, never as an internal error.
+
 `tito serve`'s process also tunes Python's garbage collector for a server's heap (`tune_garbage_collector`).
 
 Imports nothing from tito.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import socket
 import threading
 import time
@@ -29,11 +34,29 @@ GC_THRESHOLDS = (50_000, 20, 100)
 """`tito serve`'s collector thresholds (Python's default: 700, 10, 10); see `tune_garbage_collector`."""
 
 
+class ClientErrorsAtInfo(logging.Filter):
+    """uvicorn's line for a request it cannot parse, at INFO (shown only where INFO is on for uvicorn)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and record.getMessage().startswith("Invalid HTTP request received"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+        return True
+
+
+def _client_errors_at_info() -> None:
+    """Install `ClientErrorsAtInfo` on uvicorn's error logger (after uvicorn configured its logging), once."""
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(existing, ClientErrorsAtInfo) for existing in uvicorn_errors.filters):
+        uvicorn_errors.addFilter(ClientErrorsAtInfo())
+
+
 @contextlib.contextmanager
 def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> Iterator[str]:
     """Serve `app` until the block ends; yields the base URL (port 0: a free port chosen by the OS)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
+    _client_errors_at_info()
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="tito-uvicorn", daemon=True)
     thread.start()
@@ -93,4 +116,5 @@ def serve_on_socket(app: FastAPI, sock: socket.socket, log_level: str = "warning
     tune_garbage_collector()
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
+    _client_errors_at_info()
     uvicorn.Server(config).run(sockets=[sock])

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
 from fastapi.responses import Response
 
 from tito.server.models import SamplesRequest
 from tito.trajectory.base import Trajectory
-from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, sample_to_json
+from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, json_bytes, sample_to_json
 from tito.trajectory.exports import PROJECTIONS, projection
 from tito.trajectory.samples import Sample, as_number, session_samples
 
@@ -84,4 +83,4 @@ def samples_response(session_id: str, samples: Sequence[Sample], format: str) ->
         chosen = PROJECTIONS[format]
         body = {"session_id": session_id, "format": format, "upstream": chosen.upstream,
                 "samples": chosen.export(samples)}  # fmt: skip
-    return Response(orjson.dumps(body), media_type="application/json")
+    return Response(json_bytes(body), media_type="application/json")

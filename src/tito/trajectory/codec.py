@@ -27,12 +27,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+import orjson
+
 from tito.errors import TitoError
 from tito.trajectory.samples import Sample, TurnSpan
 
 SAFETENSORS_MEDIA_TYPE = "application/vnd.safetensors"
 _METADATA_KEY = "tito.samples"
 _FIELDS = (("tokens", "I32", "i"), ("loss_mask", "U8", "B"), ("rollout_logprobs", "F32", "f"))
+
+
+def json_bytes(value: Any) -> bytes:
+    """`value` as compact JSON: orjson's, or stdlib json's where orjson refuses (an integer beyond 64 bits, which a
+    journal written before requests were range-checked may hold), so what is stored can always be read back."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
 
 class SampleDecodeError(TitoError):

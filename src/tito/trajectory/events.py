@@ -4,7 +4,7 @@ The server builds an event, the journal persists it (when enabled) and the traje
 server replays the journal's events through the same `apply`, so live and replayed sessions cannot differ.
 Ids and logprobs are compact arrays (`array('i')`, `array('f')`), never lists of Python numbers.
 
-Imports nothing from tito.
+Imports nothing from tito but chat_message.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Message = Mapping[str, Any]
+from tito.chat_message import Message as Message  # re-exported: the modules that read messages from here
 
 
 class TrajectoryKind(enum.Enum):

@@ -5,7 +5,7 @@ EncoderOptions. `thinking`, `thinking_mode` and `enable_thinking` name one setti
 published encoders and Qwen-style clients each use one spelling); `effective_thinking` is the single
 reading of it, exposed so a server can forward the same boolean to the engine.
 
-Imports nothing from tito but errors.
+Imports nothing from tito but chat_message and errors.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tito.chat_message import Message as Message  # re-exported: the modules that read messages from here
 from tito.errors import ConfigurationError, TemplateRenderError
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -42,7 +43,6 @@ ENCODER_KWARGS: tuple[str, ...] = (*THINKING_ALIASES, "drop_thinking")
 _MODE_VALUES = {"thinking": True, "chat": False}
 _RESPONSE_FORMAT = "## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n{schema}"
 
-Message = Mapping[str, Any]
 Tools = Sequence[Mapping[str, Any]] | None
 
 

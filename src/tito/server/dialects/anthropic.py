@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from tito.errors import TitoError
 from tito.families.base import Family
@@ -31,7 +31,15 @@ from tito.server.dialects.edge import function_tool, resent_assistant, signed_tu
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
-from tito.server.models import ChatCompletionRequest
+from tito.server.models import (
+    ChatCompletionRequest,
+    JsonObject,
+    RequestModel,
+    Temperature,
+    TokenLimit,
+    TopK,
+    TopP,
+)
 from tito.server.sessions import Session
 from tito.server.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -55,23 +63,21 @@ ERROR_TYPES = {
 }
 
 
-class AnthropicRequest(BaseModel):
+class AnthropicRequest(RequestModel):
     """`POST /v1/messages` (and `count_tokens`, which needs no `max_tokens`); unknown fields are ignored."""
 
-    model_config = ConfigDict(extra="allow")
-
-    messages: list[dict[str, Any]] = Field(min_length=1)
+    messages: list[JsonObject] = Field(min_length=1)
     model: str | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    system: str | list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | None = None
+    max_tokens: TokenLimit | None = None
+    system: str | list[JsonObject] | None = None
+    tools: list[JsonObject] | None = None
+    tool_choice: JsonObject | None = None
     stop_sequences: list[str] | None = None
-    temperature: float | None = Field(default=None, ge=0.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    top_k: int | None = None
-    metadata: dict[str, Any] | None = None
-    thinking: dict[str, Any] | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_k: TopK | None = None
+    metadata: JsonObject | None = None
+    thinking: JsonObject | None = None
     stream: bool | None = None
 
 
@@ -118,7 +124,10 @@ def chat_request(
         body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice)
-    return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
+    try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
+        return ChatCompletionRequest.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, "request (translated to a chat request)") from None
 
 
 def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from tito.errors import TitoError
 from tito.families.base import Family
@@ -34,7 +34,14 @@ from tito.server.dialects.edge import function_tool, resent_assistant, signed_tu
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
-from tito.server.models import ChatCompletionRequest
+from tito.server.models import (
+    ChatCompletionRequest,
+    JsonObject,
+    RequestModel,
+    Temperature,
+    TokenLimit,
+    TopP,
+)
 from tito.server.sessions import Session
 from tito.server.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -44,26 +51,24 @@ ECHOED = ("instructions", "max_output_tokens", "metadata", "previous_response_id
 TEXT_PARTS = ("input_text", "output_text", "text")
 
 
-class ResponsesRequest(BaseModel):
+class ResponsesRequest(RequestModel):
     """`POST /v1/responses`; unknown fields are ignored."""
 
-    model_config = ConfigDict(extra="allow")
-
-    input: str | list[dict[str, Any]]
+    input: str | list[JsonObject]
     model: str | None = None
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: list[JsonObject] | None = None
+    tool_choice: str | JsonObject | None = None
     parallel_tool_calls: bool | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    reasoning: dict[str, Any] | None = None
+    max_output_tokens: TokenLimit | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    reasoning: JsonObject | None = None
     store: bool | None = None
     previous_response_id: str | None = None
     stream: bool | None = None
-    metadata: dict[str, Any] | None = None
-    text: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
+    text: JsonObject | None = None
     background: bool | None = None
     conversation: Any = None
     prompt: Any = None
@@ -109,7 +114,10 @@ def chat_request(
         body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice)
-    return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
+    try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
+        return ChatCompletionRequest.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, "request (translated to a chat request)") from None
 
 
 def _previous_messages(request: ResponsesRequest, session: Session) -> list[dict[str, Any]]:
