@@ -191,12 +191,12 @@ def create_app(state: ServerState) -> FastAPI:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):
             stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
-            return json_response(reply_body(prepared, state.model_name, stored))
+            return json_response(reply_body(prepared, state.reply_model(chat.model), stored))
         completed = await complete_turn(state, prepared, request.receive, started)
         final, generation = completed.turn, completed.generation
         tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
         logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
-        return json_response(reply_body(final, state.model_name, logprobs))
+        return json_response(reply_body(final, state.reply_model(chat.model), logprobs))
 
     register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
 

@@ -96,3 +96,8 @@ class ServerState:
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
         self.model_name = options.model_name or engine.info.model
+
+    def reply_model(self, requested: str | None) -> str:
+        """The `model` a reply names: the one the request asked for (clients such as Claude Code compare it with
+        what they asked and drop their thinking blocks on resend when it differs), else the served model's."""
+        return requested or self.model_name

@@ -1,12 +1,14 @@
 """Anthropic Messages at the edge: its request as the internal chat request, a committed turn as its `message`.
 
-Request: `system` (string or text blocks) -> a system message; a user message's `text` blocks -> a user message,
-its `tool_result` blocks -> tool messages (`tool_use_id` -> `tool_call_id`); an assistant message's `thinking`
-blocks -> `reasoning_content`, `text` -> `content`, `tool_use` -> `tool_calls` (`input` as JSON text). A thinking
-block whose `signature` verifies (server.dialects.signing) names the stored turn, whose message then stands for
-the resent one when they agree (server.dialects.edge). `thinking: {type}` is the family's thinking switch;
-`stop_sequences` are stop strings; `tool_choice` is passed on as chat completions' (which, like it, tito does not
-enforce). Images, documents, server tools and MCP servers are a 400 naming the field.
+Request: `system` (string or text blocks) -> a system message, and so is a `system` message inside `messages` (the
+beta `mid-conversation-system-2026-04-07`), at its place (a session whose allowed append roles exclude `system`
+refuses it with "role 'system' is not supported", the words Claude Code's fallback to older requests looks for);
+a user message's `text` blocks -> a user message, its `tool_result` blocks -> tool messages (`tool_use_id` ->
+`tool_call_id`); an assistant message's `thinking` blocks -> `reasoning_content`, `text` -> `content`, `tool_use` ->
+`tool_calls` (`input` as JSON text). A thinking block whose `signature` verifies (server.dialects.signing) names the
+stored turn, whose message then stands for the resent one when they agree (server.dialects.edge). `thinking: {type}`
+is the family's thinking switch; `stop_sequences` are stop strings; `tool_choice` is passed on as chat completions'
+(which, like it, tito does not enforce). Images, documents, server tools and MCP servers are a 400 naming the field.
 
 Reply: content blocks built from the assistant message's deltas by `Blocks`, the same code the stream encoder
 (server.dialects.anthropic_stream) runs on the engine's deltas, so a stream adds up to the whole reply: `thinking`
@@ -103,8 +105,10 @@ def chat_request(
             messages.extend(_user_messages(where, content))
         elif role == "assistant":
             messages.append(_assistant_message(where, content, session, signer))
+        elif role == "system":  # a mid-conversation system message (beta `mid-conversation-system-2026-04-07`)
+            messages.append({"role": "system", "content": _system_text(content, f"{where}.content") or ""})
         else:
-            raise BadRequestError(f"{where}.role: must be 'user' or 'assistant', not {role!r}")
+            raise BadRequestError(f"{where}.role: must be 'user', 'assistant' or 'system', not {role!r}")
     body: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_tokens,
@@ -121,11 +125,11 @@ def chat_request(
     return ChatCompletionRequest.model_construct(**body)  # every field was checked by the dialect's own model
 
 
-def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:
-    """The system prompt; an empty one is none (no system message is rendered)."""
+def _system_text(system: Any, where: str = "system") -> str | None:
+    """The system prompt (or a system message's content); an empty one is none (no system message is rendered)."""
     if system is None or isinstance(system, str):
         return system or None
-    return "".join(_text_of(f"system[{index}]", block) for index, block in enumerate(system)) or None
+    return "".join(_text_of(f"{where}[{index}]", block) for index, block in enumerate(_blocks(where, system))) or None
 
 
 def _text_of(where: str, block: Any) -> str:

@@ -1,7 +1,8 @@
 """The dialect routes on a session: Anthropic Messages (`/v1/messages`, `/v1/messages/count_tokens`) and OpenAI
 Responses (`/v1/responses`). Each translates its body into the internal chat request, runs the chat path's steps
 (`prepare_turn`, then `complete_turn` or the streaming core with the dialect's encoder) and translates the
-committed turn back; every error leaves in the dialect's own shape.
+committed turn back; every error leaves in the dialect's own shape. `HEAD` on a session's base URLs answers the
+connectivity probe agents send first.
 
 Imports from tito: errors, server.completions, server.dialects, server.errors, server.models, server.replies,
 server.sessions, server.state, server.streaming, trajectory.events.
@@ -99,30 +100,38 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
 
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
         asked = anthropic.parse_request(body)
+        model = state.reply_model(asked.model)
         return DialectTurn(
             anthropic.chat_request(asked, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "msg",
             anthropic.DIALECT,
             lambda response_id, prompt_tokens: AnthropicStreamEncoder(
-                state.model_name, session.session_id, response_id, prompt_tokens, signer
+                model, session.session_id, response_id, prompt_tokens, signer
             ),
-            lambda turn: anthropic.message_body(turn, state.model_name, signer),
+            lambda turn: anthropic.message_body(turn, model, signer),
         )
 
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
         asked = responses.parse_request(body)
         echo = responses.echo_fields(asked)
+        model = state.reply_model(asked.model)
         return DialectTurn(
             responses.chat_request(asked, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
-            lambda response_id, _: ResponsesStreamEncoder(
-                state.model_name, session.session_id, response_id, echo, signer
-            ),
-            lambda turn: responses.response_body(turn, state.model_name, echo, signer),
+            lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer),
+            lambda turn: responses.response_body(turn, model, echo, signer),
         )
+
+    async def probe(session_id: str) -> Response:
+        """`HEAD` on a session's base URL: the connectivity probe Claude Code sends first (200 while it lives)."""
+        registry.get(session_id)  # an unknown session is a 404
+        return Response(status_code=200)
+
+    for base in ("/sessions/{session_id}", "/sessions/{session_id}/v1"):
+        app.add_api_route(base, probe, methods=["HEAD"], include_in_schema=False)
 
     @app.post("/sessions/{session_id}/v1/messages")
     async def anthropic_messages(session_id: str, request: Request) -> Response:
