@@ -166,6 +166,7 @@ def create_app(state: ServerState) -> FastAPI:
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
             group_id=asked.group_id,
+            hosted_tools=asked.hosted_tools or options.hosted_tools,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
         session = await registry.create(config, request.headers.get(SESSION_ID_HEADER))

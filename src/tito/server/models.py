@@ -64,6 +64,8 @@ class SessionRequest(BaseModel):
     """How a resent conversation must match the stored one (`tito.matching`); None: the server's `--matcher`."""
     group_id: str | None = Field(default=None, min_length=1)
     """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
+    hosted_tools: Literal["drop", "refuse"] | None = None
+    """What a Responses request's hosted tools (`web_search`, ...) get; None: the server's `--hosted-tools`."""
 
 
 class SamplesRequest(BaseModel):

@@ -53,6 +53,9 @@ class ServerOptions:
     """Tree sessions' default: refuse any branch (400) instead of growing one."""
     matcher: str = "harness"
     """The matching policy of a session whose `POST /sessions` names none (`tito.matching.MATCHING_POLICIES`)."""
+    hosted_tools: str = "drop"
+    """What hosted tools in a Responses request get in a session whose `POST /sessions` names none: `drop` (left
+    out of the prompt, recorded on the turn) or `refuse` (a 400)."""
     max_nodes: int | None = None
     """Tree sessions' default node limit; None: no limit."""
     sample_picker: str | None = None

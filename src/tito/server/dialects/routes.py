@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -52,6 +52,8 @@ class DialectTurn:
     encoder: EncoderFactory
     reply: Callable[[TurnCommitted], dict[str, Any]]
     """The whole reply of a committed turn."""
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    """What the turn records of the request beyond its prompt (its metadata), e.g. the hosted tools left out."""
 
 
 Translate = Callable[[bytes, Session], DialectTurn]
@@ -94,7 +96,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         if asked.stream:
             return streamed(prepared, request, asked)
         if isinstance(prepared, PreparedTurn):
-            label = labeller(new_id(asked.id_prefix), asked.dialect)
+            label = labeller(new_id(asked.id_prefix), asked.dialect, asked.recorded)
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
@@ -116,13 +118,15 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         asked = responses.parse_request(body)
         echo = responses.echo_fields(asked)
         model = state.reply_model(asked.model)
+        tools = responses.request_tools(asked, session.config.hosted_tools)
         return DialectTurn(
-            responses.chat_request(asked, session, signer, state.tokenizers.family),
+            responses.chat_request(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
-            lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer),
-            lambda turn: responses.response_body(turn, model, echo, signer),
+            lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer, tools),
+            lambda turn: responses.response_body(turn, model, echo, signer, tools.namespaces),
+            tools.recorded(),
         )
 
     async def probe(session_id: str) -> Response:
