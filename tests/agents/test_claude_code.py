@@ -1,0 +1,40 @@
+"""Claude Code, unmodified and on its default settings (its default model, adaptive thinking, streaming), run
+headless (`claude -p`) against a tito session with the scripted engine: the episode trains whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agents.claude import ANSWER, CLAUDE_CODE_VERSION, TASK, bash_episode, claude, claude_env
+from tests.agents.harness import agent_env, check_episode, run_agent, tito_serve
+from tests.agents.scripted_engine import ScriptedSglang
+
+pytestmark = pytest.mark.agents
+
+RUNS = [("qwen3", True, "linear"), ("qwen3", False, "tree"), ("glm47", True, "tree"), ("glm47", False, "linear")]
+
+
+def test_the_pinned_version_is_installed() -> None:
+    done = run_agent([str(claude()), "--version"], Path.cwd(), {"HOME": "/nonexistent"})
+    assert done.stdout.startswith(CLAUDE_CODE_VERSION), done.stdout
+
+
+@pytest.mark.parametrize(("family", "thinking", "trajectory"), RUNS)
+def test_a_headless_tool_episode_is_one_sample_with_every_id_trained(
+    tmp_path: Path, workdir: Path, family: str, thinking: bool, trajectory: str
+) -> None:
+    with (
+        ScriptedSglang(family, bash_episode) as engine,
+        tito_serve(engine, family, tmp_path / "tito.log", "--trajectory", trajectory) as tito,
+    ):
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking))
+        command = [str(claude()), "-p", TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        result = run_agent(command, workdir, env).check().output_json()
+        assert (workdir / "out.txt").read_text() == "tito", "Claude Code's Bash tool ran in its working directory"
+        assert result["result"] == ANSWER and result["is_error"] is False, result
+        samples = check_episode(tito, engine, session_id)
+        assert len(samples) == 1, "the main conversation is one sample"
+        assert len(engine.sampled()) == 2  # the tool call and the answer: no side request in a headless run
