@@ -14,3 +14,17 @@ if [[ "$("$claude" --version 2>/dev/null || true)" != "$CLAUDE_CODE_VERSION"* ]]
     npm install --prefix .agents/claude --no-audit --no-fund --silent "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
 fi
 python -m pip install -q "claude-agent-sdk==$CLAUDE_AGENT_SDK_VERSION"
+
+# Codex, Qwen Code and opencode in the .agents/ prefix (bins in .agents/node_modules/.bin). Codex and opencode ship
+# their native binaries as optional dependencies (npm's skipped postinstalls are not needed). Qwen Code 0.2x needs
+# node >= 22; 0.15.10 runs on node 20. opencode 1.18.33 bundles @ai-sdk/openai-compatible (older versions installed
+# it into their HOME on first use), so the tests need no network.
+CODEX_VERSION="0.171.0"
+QWEN_CODE_VERSION="0.15.10"
+OPENCODE_VERSION="1.18.33"
+installed() { node -p "require('./.agents/node_modules/$1/package.json').version" 2>/dev/null || true; }
+if [[ "$(installed @openai/codex)" != "$CODEX_VERSION" || "$(installed @qwen-code/qwen-code)" != "$QWEN_CODE_VERSION" \
+      || "$(installed opencode-ai)" != "$OPENCODE_VERSION" ]]; then
+    npm install --prefix .agents --no-audit --no-fund --silent "@openai/codex@$CODEX_VERSION" \
+        "@qwen-code/qwen-code@$QWEN_CODE_VERSION" "opencode-ai@$OPENCODE_VERSION"
+fi
