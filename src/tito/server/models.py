@@ -38,6 +38,9 @@ class ChatCompletionRequest(BaseModel):
     repetition_penalty: float | None = None
     n: int | None = Field(default=None, ge=1)
     stream: bool | None = None
+    response_format: dict[str, Any] | None = None
+    """Structured output: `{"type": "json_schema", "json_schema": {"schema"}}` or `json_object` is the engine's
+    constrained decoding (`server.completions.response_schema`); `text` is none."""
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, le=20)

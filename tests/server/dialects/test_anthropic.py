@@ -431,3 +431,82 @@ def test_head_on_the_session_base_url_is_the_probe_claude_code_sends(server: Ser
     assert server.http.head(f"/sessions/{session_id}").status_code == 200
     assert server.http.head(f"/sessions/{session_id}/v1").status_code == 200
     assert server.http.head("/sessions/no-such-session").status_code == 404
+
+
+TITLE_FORMAT = {
+    "type": "json_schema",
+    "schema": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+}
+
+
+def test_structured_output_is_the_engines_constrained_decoding_and_is_recorded(server: Server) -> None:
+    """Claude Code's title request asks for `output_config.format` json_schema: the engine gets the schema."""
+    inner = server.engine.inner
+    capable, inner._info = inner._info, replace(inner._info, structured_output=True)
+    try:
+        session_id = server.new_session()
+        body = {
+            "max_tokens": 50,
+            "messages": [{"role": "user", "content": "hi"}],
+            "output_config": {"format": TITLE_FORMAT},
+        }
+        response = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+        assert response.status_code == 200, response.text
+        schema = server.engine.requests[-1].sampling.json_schema
+        assert schema is not None and orjson.loads(schema) == TITLE_FORMAT["schema"]
+        turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+        assert orjson.loads(turn.metadata["sampling"]["json_schema"]) == TITLE_FORMAT["schema"]
+        chat_body = {"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}
+        assert (
+            server.http.post(
+                server.chat_url(server.new_session())[len(server.url) :] + "/chat/completions", json=chat_body
+            ).status_code
+            == 200
+        )
+        assert server.engine.requests[-1].sampling.json_schema == '{"type":"object"}'
+    finally:
+        inner._info = capable
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 9,
+                "messages": [{"role": "user", "content": "hi"}],
+                "output_config": {"format": TITLE_FORMAT},
+            },
+        ),
+        (
+            "/v1/chat/completions",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "t", "schema": TITLE_FORMAT["schema"]},
+                },
+            },
+        ),
+    ],
+)
+def test_structured_output_on_an_engine_that_cannot_constrain_decoding_is_a_400(
+    server: Server, path: str, body: dict[str, Any]
+) -> None:
+    session_id = server.new_session()
+    response = server.http.post(f"/sessions/{session_id}{path}", json=body)
+    assert response.status_code == 400, response.text
+    assert "structured output (json_schema) needs constrained decoding" in response.text and "instant" in response.text
+    assert turns_of(server, session_id) == []
+
+
+def test_a_malformed_output_format_names_the_field(server: Server) -> None:
+    session_id = server.new_session()
+    body = {
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": "hi"}],
+        "output_config": {"format": {"type": "xml"}},
+    }
+    response = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+    assert response.status_code == 400 and "output_config.format.type" in response.json()["error"]["message"]
