@@ -17,14 +17,36 @@ pytestmark = pytest.mark.agents
 
 CODEX = AGENTS / "node_modules" / ".bin" / "codex"
 MARK = "MARKER-5821"
+SECOND = "MARKER-6604"
 
 
-def read_the_marker(prompt: str) -> Message:
-    """Task 1: read marker.txt with a command, then say what it holds."""
-    if MARK in prompt[prompt.rfind("TASK-1") :]:
-        return {"reasoning_content": "The file says it.", "content": f"The file holds {MARK}."}
-    call = {"name": "exec_command", "arguments": {"cmd": "cat marker.txt"}}
-    return {"reasoning_content": "I should read the file.", "content": "", "tool_calls": [call]}
+def episode(prompt: str) -> Message:
+    """Codex's episodes, told apart by their task: TASK-1 and TASK-2 read a file with `exec_command`, then say
+    what it holds; TASK-3 spawns a sub-agent (`spawn_agent`, in the `multi_agent_v1` namespace) whose SUBTASK
+    reads the file, waits for it (`wait_agent`), then says what it found."""
+    if "TASK-3" in prompt:
+        return delegate(prompt[prompt.rfind("TASK-3") :])
+    task = max(("TASK-1", "TASK-2", "SUBTASK"), key=prompt.rfind)
+    name, mark = ("second.txt", SECOND) if task == "TASK-2" else ("marker.txt", MARK)
+    if mark in prompt[prompt.rfind(task) :]:
+        return {"reasoning_content": "The file says it.", "content": f"The file holds {mark}."}
+    return {"reasoning_content": "I should read the file.", "content": "", "tool_calls": [read(name)]}
+
+
+def read(name: str) -> dict[str, Any]:
+    return {"name": "exec_command", "arguments": {"cmd": f"cat {name}"}}
+
+
+def delegate(tail: str) -> Message:
+    if "spawn_agent" not in tail:
+        spawn = {"name": "spawn_agent", "arguments": {"message": "SUBTASK: read marker.txt, say what it holds."}}
+        return {"reasoning_content": "A sub-agent can do it.", "content": "", "tool_calls": [spawn]}
+    if "wait_agent" not in tail:
+        agent = json.loads(tail[tail.index('{"agent_id"') :].split("\n", 1)[0])["agent_id"]
+        wait = {"name": "wait_agent", "arguments": {"targets": [agent]}}
+        return {"reasoning_content": "I wait for it.", "content": "", "tool_calls": [wait]}
+    assert MARK in tail, tail[-1000:]
+    return {"reasoning_content": "It reported.", "content": f"The sub-agent found {MARK}."}
 
 
 def codex_env(tito: Tito, session_id: str, home: Path, thinking: bool) -> dict[str, str]:
@@ -49,6 +71,14 @@ def codex(env: dict[str, str], work: Path, *argv: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "marker.txt").write_text(MARK + "\n")
+    (work / "second.txt").write_text(SECOND + "\n")
+    return work
+
+
 def completed(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e["item"] for e in events if e.get("type") == "item.completed" and e["item"]["type"] == kind]
 
@@ -59,10 +89,8 @@ def completed(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def test_codex_runs_a_tool_episode_that_is_one_sample(
     family: str, thinking: bool, trajectory: str, tmp_path: Path
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "marker.txt").write_text(MARK + "\n")
-    with ScriptedSglang(family, read_the_marker) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
+    work = workdir(tmp_path)
+    with ScriptedSglang(family, episode) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
         session_id = tito.new_session(trajectory=trajectory)
         env = codex_env(tito, session_id, tmp_path / "home", thinking)
         events = codex(env, work, "TASK-1: read marker.txt and tell me what it holds.")
@@ -73,3 +101,33 @@ def test_codex_runs_a_tool_episode_that_is_one_sample(
         assert len(samples) == 1 and len(engine.sampled()) == 2
         opening = engine.sampled()[0].prompt
         assert '"name": "spawn_agent"' in opening and "web_search" not in opening  # namespace in, hosted tool out
+
+
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_a_second_user_turn_by_codex_exec_resume_continues_the_one_sample(trajectory: str, tmp_path: Path) -> None:
+    work = workdir(tmp_path)
+    with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session(trajectory=trajectory)
+        env = codex_env(tito, session_id, tmp_path / "home", True)
+        codex(env, work, "TASK-1: read marker.txt and tell me what it holds.")
+        events = codex(env, work, "resume", "--last", "TASK-2: now read second.txt and tell me what it holds.")
+        assert [m["text"] for m in completed(events, "agent_message")] == [f"The file holds {SECOND}."]
+        samples = check_episode(tito, engine, session_id)
+        assert len(samples) == 1 and len(engine.sampled()) == 4
+
+
+def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_sample(tmp_path: Path) -> None:
+    """`spawn_agent` comes back with its `namespace`, so Codex runs the sub-agent (without it Codex answers itself
+    "unsupported call"); the sub-agent's requests share the base URL. A tree session keeps both conversations."""
+    work = workdir(tmp_path)
+    with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session(trajectory="tree")
+        env = codex_env(tito, session_id, tmp_path / "home", True)
+        events = codex(env, work, "TASK-3: use a sub-agent to read marker.txt.")
+        calls = completed(events, "collab_tool_call")
+        assert [call["tool"] for call in calls] == ["spawn_agent", "wait"]
+        [state] = calls[1]["agents_states"].values()
+        assert state == {"status": "completed", "message": f"The file holds {MARK}."}
+        assert [m["text"] for m in completed(events, "agent_message")] == [f"The sub-agent found {MARK}."]
+        samples = check_episode(tito, engine, session_id)
+        assert len(engine.sampled()) == 5 and len(samples) == 2  # main: spawn, wait, answer; sub-agent: call, answer
