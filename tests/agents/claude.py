@@ -12,32 +12,43 @@ CLAUDE_CODE_VERSION = "2.1.332"
 CLAUDE_AGENT_SDK_VERSION = "0.2.189"
 CLAUDE = AGENTS / "claude" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
-TASK = "Write the word tito into the file out.txt with the Bash tool, then say what you did. [tito-task]"
-STEP_DONE = "tito-step-1-ran"
-COMMAND = "printf tito > out.txt && echo tito-step-$((0+1))-ran"
-"""The tool's output (not its command line) names the step: the prompt holds `STEP_DONE` only once it really ran."""
+TASK = "Write the word tito into the file out.txt with the Bash tool, then say what you did. [tito-task-1]"
+SECOND_TASK = "Now append the word again to out.txt with the Bash tool. [tito-task-2]"
 ANSWER = "I wrote tito into out.txt."
+SECOND_ANSWER = "I appended again to out.txt."
+STEPS = [
+    # (the task's marker, the Bash command, what only its output says, the answer once it ran)
+    ("[tito-task-1]", "printf tito > out.txt && echo tito-step-$((0+1))-ran", "tito-step-1-ran", ANSWER),
+    ("[tito-task-2]", "printf ' again' >> out.txt && echo tito-step-$((1+1))-ran", "tito-step-2-ran", SECOND_ANSWER),
+]
+"""Each command's output (not its command line) names its step: a prompt holds the marker only once it really ran."""
+TITLE = '{"title": "Write tito into out.txt"}'
 
 
 def claude() -> Path:
     return installed(CLAUDE)
 
 
-def claude_env(base_url: str, thinking: bool) -> dict[str, str]:
-    """Claude Code's own switches for a tito session: its base URL and any key (defaults otherwise)."""
+def claude_env(base_url: str, thinking: bool, side_requests: bool = False) -> dict[str, str]:
+    """Claude Code's own switches for a tito session: its base URL and any key (defaults otherwise);
+    `side_requests` lets it send non-essential traffic (its title request)."""
     env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-tito-test"}
     if not thinking:
         env["MAX_THINKING_TOKENS"] = "0"
+    if side_requests:
+        env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = ""
     return env
 
 
 def bash_episode(prompt: str) -> dict[str, Any]:
-    """The policy: Bash once, then the answer; a request without Claude Code's tools (a title) gets JSON."""
+    """The policy: per task, Bash once, then the answer; a request without Claude Code's tools (a title) gets
+    JSON. The latest task the prompt holds decides."""
     if '"name": "Bash"' not in prompt:
-        return {"content": '{"title": "Write tito into out.txt"}'}
-    if STEP_DONE in prompt:
-        return {"content": ANSWER, "reasoning_content": "The file is written."}
-    if "[tito-task]" in prompt:
-        call = {"name": "Bash", "arguments": {"command": COMMAND, "description": "Write out.txt"}}
-        return {"content": "", "reasoning_content": "I run the command.", "tool_calls": [call]}
+        return {"content": TITLE}
+    for marker, command, ran, answer in reversed(STEPS):
+        if ran in prompt:
+            return {"content": answer, "reasoning_content": "The command ran."}
+        if marker in prompt:
+            call = {"name": "Bash", "arguments": {"command": command, "description": "Change out.txt"}}
+            return {"content": "", "reasoning_content": "I run the command.", "tool_calls": [call]}
     return {"content": "Nothing to do."}

@@ -174,10 +174,11 @@ class AgentRun:
 
 def agent_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     """A clean environment for an agent: PATH and locale from here, HOME its own, no proxies, the no-network
-    switches, then `extra` (the base URL, a key, a model)."""
+    switches, then `extra` (the base URL, a key, a model); an empty value in `extra` unsets a switch."""
     keep = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR") if key in os.environ}
     home.mkdir(parents=True, exist_ok=True)
-    return {**keep, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), **NO_NETWORK_ENV, **extra}
+    env = {**keep, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), **NO_NETWORK_ENV, **extra}
+    return {key: value for key, value in env.items() if value != ""}
 
 
 def run_agent(command: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float = 180) -> AgentRun:

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.claude import ANSWER, CLAUDE_CODE_VERSION, TASK, bash_episode, claude, claude_env
+from tests.agents.claude import (
+    ANSWER,
+    CLAUDE_CODE_VERSION,
+    SECOND_ANSWER,
+    SECOND_TASK,
+    TASK,
+    bash_episode,
+    claude,
+    claude_env,
+)
 from tests.agents.harness import agent_env, check_episode, run_agent, tito_serve
 from tests.agents.scripted_engine import ScriptedSglang
 
@@ -38,3 +47,37 @@ def test_a_headless_tool_episode_is_one_sample_with_every_id_trained(
         samples = check_episode(tito, engine, session_id)
         assert len(samples) == 1, "the main conversation is one sample"
         assert len(engine.sampled()) == 2  # the tool call and the answer: no side request in a headless run
+
+
+def test_a_second_user_turn_with_continue_extends_the_same_sample(tmp_path: Path, workdir: Path) -> None:
+    with (
+        ScriptedSglang("qwen3", bash_episode) as engine,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito,
+    ):
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
+        first = [str(claude()), "-p", TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        run_agent(first, workdir, env).check()
+        second = [str(claude()), "-p", "--continue", SECOND_TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        result = run_agent(second, workdir, env).check().output_json()
+        assert result["result"] == SECOND_ANSWER, result
+        assert (workdir / "out.txt").read_text() == "tito again"
+        assert len(engine.sampled()) == 4
+        assert len(check_episode(tito, engine, session_id)) == 1, "both user turns are one conversation, one sample"
+
+
+def test_with_non_essential_traffic_allowed_the_probe_and_the_episode_succeed(tmp_path: Path, workdir: Path) -> None:
+    """Allowed side traffic, headless Claude Code first probes `HEAD {base}/api/hello` (tito answers 200); it sends
+    its title request only when interactive (test_interactive.py)."""
+    with (
+        ScriptedSglang("qwen3", bash_episode) as engine,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito,
+    ):
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True, side_requests=True))
+        command = [str(claude()), "-p", TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        result = run_agent(command, workdir, env).check().output_json()
+        assert result["result"] == ANSWER, result
+        assert (workdir / "out.txt").read_text() == "tito"
+        assert len(check_episode(tito, engine, session_id)) == 1
+        assert any(line["method"] == "HEAD" for line in tito.access_log())

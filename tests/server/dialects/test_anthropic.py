@@ -430,6 +430,7 @@ def test_head_on_the_session_base_url_is_the_probe_claude_code_sends(server: Ser
     session_id = server.new_session()
     assert server.http.head(f"/sessions/{session_id}").status_code == 200
     assert server.http.head(f"/sessions/{session_id}/v1").status_code == 200
+    assert server.http.head(f"/sessions/{session_id}/api/hello").status_code == 200
     assert server.http.head("/sessions/no-such-session").status_code == 404
 
 

@@ -130,11 +130,12 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         )
 
     async def probe(session_id: str) -> Response:
-        """`HEAD` on a session's base URL: the connectivity probe Claude Code sends first (200 while it lives)."""
+        """`HEAD` on a session's base URL: the connectivity probes Claude Code sends first (`{base}`, and
+        `{base}/api/hello` when non-essential traffic is allowed): 200 while the session lives."""
         registry.get(session_id)  # an unknown session is a 404
         return Response(status_code=200)
 
-    for base in ("/sessions/{session_id}", "/sessions/{session_id}/v1"):
+    for base in ("/sessions/{session_id}", "/sessions/{session_id}/v1", "/sessions/{session_id}/api/hello"):
         app.add_api_route(base, probe, methods=["HEAD"], include_in_schema=False)
 
     @app.post("/sessions/{session_id}/v1/messages")
