@@ -6,6 +6,7 @@ stream, a signed round trip, and a session that mixes all three dialects.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -231,7 +232,9 @@ def test_previous_response_id_continues_a_stored_response_or_is_a_400(
             "tools[0].tools[0].type",
         ),
         ({"input": "hi", "background": True}, "background"),
-        ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}}, "text.format.type"),
+        ({"input": "hi", "text": {"format": {"type": "grammar", "grammar": "x"}}}, "text.format.type"),
+        ({"input": "hi", "text": {"format": {"type": "json_schema", "name": "n"}}}, "text.format.schema"),
+        ({"input": "hi", "text": {"format": {"type": "json_object"}}}, "constrained decoding"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
     ],
 )
@@ -377,3 +380,19 @@ def test_the_server_option_sets_what_hosted_tools_get(serve: Any) -> None:
     assert refusing.http.post(f"/sessions/{session_id}/v1/responses", json=body).status_code == 400
     dropping = refusing.new_session(hosted_tools="drop")
     assert refusing.http.post(f"/sessions/{dropping}/v1/responses", json=body).status_code == 200
+
+
+def test_text_format_is_the_engines_constrained_decoding(server: Server) -> None:
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    inner = server.engine.inner
+    capable, inner._info = inner._info, replace(inner._info, structured_output=True)
+    try:
+        text: Any = {"format": {"type": "json_schema", "name": "title", "schema": schema, "strict": True}}
+        client(server, server.new_session()).responses.create(model="m", input=QUESTION, text=text)
+        assert orjson.loads(server.engine.requests[-1].sampling.json_schema or "null") == schema
+        client(server, server.new_session()).responses.create(
+            model="m", input=QUESTION, text={"format": {"type": "json_object"}}
+        )
+        assert server.engine.requests[-1].sampling.json_schema == '{"type":"object"}'
+    finally:
+        inner._info = capable

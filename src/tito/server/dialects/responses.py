@@ -13,8 +13,8 @@ as chat tools; a `namespace` tool's function tools flattened into them (Codex gr
 `multi_agent_v1`), the namespace remembered so a call to one comes back with it and a resent call must name the same;
 hosted tools tito cannot run (`web_search`, `file_search`, `code_interpreter`, `computer_use`, `image_generation`,
 `mcp`, ...) left out of the prompt and recorded on the turn (`hosted_tools`), or a 400 where the session's
-`hosted_tools` is `refuse`. Other tool types, background runs, structured output and non-text input are a 400
-naming the field.
+`hosted_tools` is `refuse`. `text.format` (json_schema, json_object) is chat's `response_format`: the engine's
+constrained decoding. Other tool types, background runs and non-text input are a 400 naming the field.
 
 Reply: output items built from the assistant message's deltas by `Items`, the same code the stream encoder
 (server.dialects.responses_stream) runs on the engine's deltas, so a stream adds up to the whole reply:
@@ -105,9 +105,21 @@ def parse_request(body: bytes) -> ResponsesRequest:
     if request.prompt is not None:
         raise BadRequestError("prompt: stored prompt templates are not supported; send instructions and input")
     text_format = (request.text or {}).get("format") or {"type": "text"}
-    if text_format.get("type") != "text":
-        raise BadRequestError(f"text.format.type: {text_format.get('type')!r} is not supported (tito samples text)")
+    if not isinstance(text_format, dict) or text_format.get("type") not in ("text", "json_object", "json_schema"):
+        kind = text_format.get("type") if isinstance(text_format, dict) else text_format
+        raise BadRequestError(f"text.format.type: must be text, json_object or json_schema, not {kind!r}")
+    if text_format["type"] == "json_schema" and not isinstance(text_format.get("schema"), dict):
+        raise BadRequestError("text.format.schema: required with json_schema, a JSON schema object")
     return request
+
+
+def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format` (structured output: the engine's constrained decoding)."""
+    text_format = (request.text or {}).get("format") or {"type": "text"}
+    if text_format["type"] == "json_schema":
+        spec = {key: text_format[key] for key in ("name", "schema", "strict") if key in text_format}
+        return {"type": "json_schema", "json_schema": spec}
+    return None if text_format["type"] == "text" else {"type": "json_object"}
 
 
 def is_hosted(kind: Any) -> bool:
@@ -194,6 +206,7 @@ def chat_request(
         "temperature": request.temperature,
         "top_p": request.top_p,
         "chat_template_kwargs": thinking_kwargs(family, thinking),
+        "response_format": _response_format(request),
     }
     if tools.chat is not None:
         body["tools"] = tools.chat
