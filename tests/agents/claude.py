@@ -3,6 +3,7 @@ file with Claude Code's own `Bash` tool, reads the result, and answers; side req
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ STEPS = [
     ("[tito-task-2]", "printf ' again' >> out.txt && echo tito-step-$((1+1))-ran", "tito-step-2-ran", SECOND_ANSWER),
 ]
 """Each command's output (not its command line) names its step: a prompt holds the marker only once it really ran."""
+API_KEY = "sk-tito-test"
 TITLE = '{"title": "Write tito into out.txt"}'
 
 
@@ -29,10 +31,23 @@ def claude() -> Path:
     return installed(CLAUDE)
 
 
+def interactive_home(home: Path, workdir: Path) -> None:
+    """Claude Code's own first-run state in a fresh HOME, as after its onboarding: onboarding done (else it checks
+    api.anthropic.com and exits), the test key approved, `workdir` trusted."""
+    home.mkdir(parents=True, exist_ok=True)
+    state = {
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [API_KEY], "rejected": []},
+        "projects": {str(workdir): {"hasTrustDialogAccepted": True, "allowedTools": []}},
+    }
+    (home / ".claude.json").write_text(json.dumps(state))
+
+
 def claude_env(base_url: str, thinking: bool, side_requests: bool = False) -> dict[str, str]:
     """Claude Code's own switches for a tito session: its base URL and any key (defaults otherwise);
     `side_requests` lets it send non-essential traffic (its title request)."""
-    env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-tito-test"}
+    env = {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": API_KEY}
     if not thinking:
         env["MAX_THINKING_TOKENS"] = "0"
     if side_requests:

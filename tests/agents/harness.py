@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -187,6 +188,40 @@ def run_agent(command: Sequence[str], cwd: Path, env: Mapping[str, str], timeout
         list(command), cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
     return AgentRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+
+class Tmux:
+    """An interactive agent in a detached tmux session on a tmux server of its own (its socket under `folder`), so
+    ending it ends nothing else."""
+
+    def __init__(self, folder: Path, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+        self.socket = str(folder / "tmux.sock")
+        line = " ".join(shlex.quote(part) for part in ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *command])
+        self._tmux("new-session", "-d", "-s", "agent", "-x", "160", "-y", "50", "-c", str(cwd), line + "; sleep 600")
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, f"tmux {args[0]}: {done.stderr}"
+        return done.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "agent")
+
+    def wait_for(self, text: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while text not in (screen := self.screen()):
+            assert time.monotonic() < deadline, f"{text!r} did not appear; the screen:\n{screen}"
+            time.sleep(0.3)
+        return screen
+
+    def type(self, text: str) -> None:
+        """Types `text` and presses Enter."""
+        self._tmux("send-keys", "-t", "agent", "-l", text)
+        time.sleep(0.3)
+        self._tmux("send-keys", "-t", "agent", "Enter")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
 
 
 def trained_once(
