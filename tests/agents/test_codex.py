@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.agents.harness import AGENTS, Tito, agent_env, check_episode, installed, run_agent, tito_serve
+from tests.agents.report import Observation, npm_version, observe
 from tests.agents.scripted_engine import Message, ScriptedSglang
 
 pytestmark = pytest.mark.agents
@@ -73,7 +74,7 @@ def codex(env: dict[str, str], work: Path, *argv: str) -> list[dict[str, Any]]:
 
 def workdir(tmp_path: Path) -> Path:
     work = tmp_path / "work"
-    work.mkdir()
+    work.mkdir(parents=True)
     (work / "marker.txt").write_text(MARK + "\n")
     (work / "second.txt").write_text(SECOND + "\n")
     return work
@@ -131,3 +132,13 @@ def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_sample(tmp_path: Path
         assert [m["text"] for m in completed(events, "agent_message")] == [f"The sub-agent found {MARK}."]
         samples = check_episode(tito, engine, session_id)
         assert len(engine.sampled()) == 5 and len(samples) == 2  # main: spawn, wait, answer; sub-agent: call, answer
+
+
+def representative(tmp_path: Path) -> Observation:
+    """docs/agents.md's Codex row: TASK-1 on the defaults (qwen3, linear)."""
+    work = workdir(tmp_path)
+    with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session()
+        codex(codex_env(tito, session_id, tmp_path / "home", True), work, "TASK-1: read marker.txt.")
+        command = 'codex exec --json TASK (config.toml: a provider with wire_api = "responses")'
+        return observe("Codex CLI", npm_version("@openai/codex"), command, tito, engine, session_id)

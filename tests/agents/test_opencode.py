@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.harness import AGENTS, Tito, agent_env, check_episode, installed, run_agent, tito_serve
+from tests.agents.report import Observation, npm_version, observe
 from tests.agents.scripted_engine import Message, ScriptedSglang
 
 pytestmark = pytest.mark.agents
@@ -66,20 +67,32 @@ def opencode_project(tito: Tito, session_id: str, work: Path) -> None:
     ],
 )
 def test_opencode_runs_a_tool_episode_and_its_title_request(family: str, trajectory: str, tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "marker.txt").write_text(MARK + "\n")
     with ScriptedSglang(family, episode) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
         session_id = tito.new_session(trajectory=trajectory)
-        opencode_project(tito, session_id, work)
-        home = tmp_path / "home"
-        dirs = {"XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
-        env = agent_env(home, {**NO_NETWORK, **{name: str(home / path) for name, path in dirs.items()}})
-        done = run_agent(
-            [str(installed(OPENCODE)), "run", "TASK-1: read marker.txt and tell me what it holds."], work, env
-        )
-        done.check()
-        assert f"The file holds {MARK}." in done.stdout
+        run_opencode(tito, session_id, tmp_path)
         samples = check_episode(tito, engine, session_id)
         assert len(engine.sampled()) == 3  # the title, the call, the answer
         assert len(samples) == 2  # the main conversation and the title: each its own sample
+
+
+def run_opencode(tito: Tito, session_id: str, tmp_path: Path) -> None:
+    """`opencode run TASK-1` in a project whose opencode.json points at the session; checks its answer."""
+    work = tmp_path / "work"
+    work.mkdir(parents=True)
+    (work / "marker.txt").write_text(MARK + "\n")
+    opencode_project(tito, session_id, work)
+    home = tmp_path / "home"
+    dirs = {"XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
+    env = agent_env(home, {**NO_NETWORK, **{name: str(home / path) for name, path in dirs.items()}})
+    task = "TASK-1: read marker.txt and tell me what it holds."
+    done = run_agent([str(installed(OPENCODE)), "run", task], work, env).check()
+    assert f"The file holds {MARK}." in done.stdout
+
+
+def representative(tmp_path: Path) -> Observation:
+    """docs/agents.md's opencode row: TASK-1 on the defaults (qwen3, linear)."""
+    with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session()
+        run_opencode(tito, session_id, tmp_path)
+        command = "opencode run TASK (opencode.json: an @ai-sdk/openai-compatible provider)"
+        return observe("opencode", npm_version("opencode-ai"), command, tito, engine, session_id)
