@@ -134,6 +134,8 @@ HARNESS_RULES: Mapping[str, str] = {
     "empty_content": '`content` "" (or []) where the stored message has null, or the reverse',
     "call_ids_regenerated": "tool-call ids the agent replaced with its own, paired one-to-one with the stored ids "
     "(the tool messages answering them are mapped back to the stored ids)",
+    "tools_omitted": "a later request sent no `tools` where the stored prompt rendered some: the stored tools stay "
+    "(they are part of the stored ids; autogen's reflection call)",
 }
 """What the `harness` policy accepts beyond `strict`, by rule name: the names its counters and metrics use."""
 

@@ -139,7 +139,7 @@ def test_role_gate_refuses_a_disallowed_appended_role_and_changes_nothing(serve:
     messages = [{"role": "user", "content": "x"}]
     before = turns_of(gated, session_id)
     sdk = client(gated, session_id)
-    history = gated.state.registry.get(session_id).trajectory.messages()
+    history = gated.state.registry.get(session_id).trajectory.conversations["c0"].trajectory.messages()  # type: ignore[union-attr]
     with pytest.raises(openai.BadRequestError, match="role 'system'"):
         sdk.chat.completions.create(model="m", messages=[*history, {"role": "system", "content": "no"}, *messages])
     assert turns_of(gated, session_id) == before
@@ -187,8 +187,8 @@ def test_deep_divergence_is_400_naming_where_and_changes_nothing(server: Server)
     messages = converse(server, session_id, [[{"role": "user", "content": f"q{i}"}] for i in range(3)])
     before = turns_of(server, session_id)
     sdk = client(server, session_id)
-    rewritten = [{"role": "user", "content": "q0 rewritten"}, *messages[1:]]
-    with pytest.raises(openai.BadRequestError, match=r"message 0 differs.*'content'.*discard 3"):
+    rewritten = [*messages[:2], {"role": "user", "content": "q1 rewritten"}, *messages[3:]]
+    with pytest.raises(openai.BadRequestError, match=r"message 2 differs.*'content'.*discard 2"):
         sdk.chat.completions.create(model="m", messages=rewritten)
     assert turns_of(server, session_id) == before
     converse(server, session_id, [])  # nothing appended: still fine
@@ -225,12 +225,16 @@ def test_sdk_retry_of_a_committed_request_returns_it_without_sampling(server: Se
 
 
 def test_of_two_concurrent_requests_the_loser_gets_409_and_the_winner_is_recorded(server: Server) -> None:
+    """Two requests extending the same conversation at once: one commits, the other is refused (a linear
+    conversation has one head); requests of different conversations both commit (tests/server/test_episodes.py)."""
     session_id = server.new_session()
+    opening = converse(server, session_id, [[{"role": "user", "content": "start"}]])
+    first = turns_of(server, session_id)[0]["response_id"]
     server.engine.delay = 0.2
 
     async def race() -> list[Any]:
         sdk = openai.AsyncOpenAI(base_url=server.chat_url(session_id), api_key="unused")  # default retries on
-        calls = [sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": f"racer {i}"}])
+        calls = [sdk.chat.completions.create(model="m", messages=[*opening, {"role": "user", "content": f"racer {i}"}])
                  for i in range(2)]  # fmt: skip
         try:
             return list(await asyncio.gather(*calls, return_exceptions=True))
@@ -242,7 +246,7 @@ def test_of_two_concurrent_requests_the_loser_gets_409_and_the_winner_is_recorde
     losers = [r for r in results if isinstance(r, openai.ConflictError)]
     assert len(winners) == 1 and len(losers) == 1, results
     assert "moved on" in str(losers[0]) or "committed a turn" in str(losers[0])
-    assert [t["response_id"] for t in turns_of(server, session_id)] == [winners[0].id]
+    assert [t["response_id"] for t in turns_of(server, session_id)] == [first, winners[0].id]
 
 
 def test_delete_during_an_in_flight_turn_aborts_the_engine_request_and_the_session_is_gone(server: Server) -> None:
@@ -284,7 +288,7 @@ def test_engine_failures_are_5xx_and_leave_the_session_unchanged(
     converse(flaky, session_id, [[{"role": "user", "content": "fine"}]])
     before = turns_of(flaky, session_id)
     flaky.engine.fault = fault
-    history = flaky.state.registry.get(session_id).trajectory.messages()
+    history = flaky.state.registry.get(session_id).trajectory.conversations["c0"].trajectory.messages()  # type: ignore[union-attr]
     response = flaky.http.post(
         f"/sessions/{session_id}/v1/chat/completions",
         json={"messages": [*history, {"role": "user", "content": "next"}]},

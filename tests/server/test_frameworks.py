@@ -36,6 +36,7 @@ RULE_WORDS = {
     "arguments_as_json": "re-serialises tool-call arguments (compact JSON)",
     "empty_content": '`content` "" where the reply had null, or the reverse',
     "call_ids_regenerated": "re-generates tool-call ids",
+    "tools_omitted": "sends a later call without `tools`",
 }
 assert RULE_WORDS.keys() == HARNESS_RULES.keys(), "describe every harness rule in the table"
 

@@ -19,7 +19,7 @@ from tito.server.errors import SessionGoneError
 from tito.server.journaling import ServerJournal, open_server_journal
 from tito.server.sessions import SessionRegistry
 from tito.tokenizer_loading import LocalTokenizer
-from tito.trajectory import create_trajectory
+from tito.trajectory import create_episode
 from tito.trajectory.events import SessionDeleted
 
 AGENTS, TURNS = 3, 4
@@ -139,7 +139,7 @@ def test_restore_rebuilds_tree_sessions_and_sets_aside_what_it_cannot_rebuild(
     journal = open_server_journal(registry, tmp_path, "never")
     try:
         restored = registry.get("tree").trajectory
-        reference = create_trajectory(tree.config)
+        reference = create_episode(tree.config)
         for event in tree_turns:
             reference.apply(event)
         assert restored.describe() == reference.describe()

@@ -9,8 +9,8 @@ from tests.server.conftest import Server
 from tito.server import completions
 from tito.server.models import ChatCompletionRequest
 from tito.server.sessions import Session
+from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig
-from tito.trajectory.linear import LinearTrajectory
 
 
 def test_a_long_first_turn_is_built_off_the_event_loop_and_a_short_one_on_it(server: Server) -> None:
@@ -22,7 +22,7 @@ def test_a_long_first_turn_is_built_off_the_event_loop_and_a_short_one_on_it(ser
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     async def prepare(content: str) -> None:
-        session = Session("offload", SessionConfig(), LinearTrajectory(SessionConfig()), 0.0)
+        session = Session("offload", SessionConfig(), Episode(SessionConfig()), 0.0)
         request = ChatCompletionRequest(messages=[{"role": "user", "content": content}])
         await completions.prepare_turn(server.state, session, request, "fp", False)
 

@@ -34,9 +34,9 @@ async def drive(registry: SessionRegistry) -> str:
     sid = session.session_id
     trajectory = session.trajectory
     for text, retry in [("a", False), ("b", False), ("b again", True)]:
-        messages = [*trajectory.messages(), {"role": "user", "content": text}]  # type: ignore[attr-defined]
-        if retry:
-            messages = [*trajectory.messages()[:2], {"role": "user", "content": text}]  # type: ignore[attr-defined]
+        main = trajectory.conversations["c0"].trajectory if trajectory.conversations else None
+        stored = [] if main is None else main.messages()  # type: ignore[union-attr]
+        messages = [*(stored[:2] if retry else stored), {"role": "user", "content": text}]
         plan = trajectory.plan(messages, None, text, False)
         event = turn(sid, trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids), text)
         assert await registry.commit(session, plan, event)
@@ -53,23 +53,35 @@ def test_replaying_the_recorded_events_rebuilds_the_same_sessions() -> None:
     replayed = SessionRegistry()
     for event in sink.events:
         replayed.apply(event)
-    a, b = live.get(sid).trajectory, replayed.get(sid).trajectory
+    a, b = (
+        live.get(sid).trajectory.conversations["c0"].trajectory,
+        replayed.get(sid).trajectory.conversations["c0"].trajectory,
+    )
     assert isinstance(a, LinearTrajectory) and isinstance(b, LinearTrajectory)
     assert a.describe() == b.describe() and len(a.turns()) == 2
     assert a.messages() == b.messages()
     assert a.sample_sequences()[0].tokens == b.sample_sequences()[0].tokens
 
 
-def test_a_plan_made_before_another_commit_is_refused() -> None:
+def test_a_plan_made_before_another_commit_of_its_conversation_is_refused() -> None:
     async def scenario() -> None:
         registry = SessionRegistry()
         session = await registry.create(SessionConfig())
         trajectory = session.trajectory
-        first = trajectory.plan([{"role": "user", "content": "x"}], None, "a", False)
-        second = trajectory.plan([{"role": "user", "content": "y"}], None, "b", False)
-        assert await registry.commit(session, first, turn(session.session_id, 0, None, 0, "x"))
+        opening = [{"role": "user", "content": "x"}]
+        assert await registry.commit(
+            session, trajectory.plan(opening, None, "a", False), turn(session.session_id, 0, None, 0, "x")
+        )
+        stored = [*opening, {"role": "assistant", "content": "ok"}]
+        first = trajectory.plan([*stored, {"role": "user", "content": "y"}], None, "b", False)
+        second = trajectory.plan([*stored, {"role": "user", "content": "z"}], None, "c", False)
+        elsewhere = trajectory.plan([{"role": "user", "content": "a title"}], None, "d", False)
+        assert first.conversation == second.conversation == "c0" and elsewhere.conversation is None
+        assert await registry.commit(session, first, turn(session.session_id, 0, 0, 2, "y"))
         with pytest.raises(SessionMovedOnError):
-            await registry.commit(session, second, turn(session.session_id, 1, None, 0, "y"))
+            await registry.commit(session, second, turn(session.session_id, 0, 0, 2, "z"))
+        opened = await registry.commit(session, elsewhere, turn(session.session_id, 0, None, 0, "a title"))
+        assert opened is not None and opened.conversation_id == "c1" and opened.node_id == 2
 
     asyncio.run(scenario())
 
@@ -149,7 +161,10 @@ def test_a_failed_journal_write_leaves_the_session_and_the_registry_as_they_were
         plan = trajectory.plan([{"role": "user", "content": "x"}], None, "x", False)
         with pytest.raises(OSError):
             await registry.commit(session, plan, turn(session.session_id, 0, None, 0, "x"))
-        assert len(trajectory.store) == 0 and trajectory.describe() == LinearTrajectory(SessionConfig()).describe()
+        assert len(trajectory.store) == 0 and trajectory.describe() == {
+            **LinearTrajectory(SessionConfig()).describe(),
+            "conversations": [],
+        }
         with pytest.raises(OSError):
             await registry.create(SessionConfig())
         assert len(registry) == 1

@@ -88,13 +88,18 @@ def test_deep_divergence_branches_and_each_shared_node_is_trained_once(tree_serv
     assert set(branch["rollout_logprobs"][:node0_end]) == {0.0}
 
 
-def test_a_different_opening_is_a_second_root(tree_server: Server) -> None:
+def test_a_different_opening_is_a_second_conversation(tree_server: Server) -> None:
     session_id = tree_server.new_session()
     converse(tree_server, session_id, [[user("first opening")], [user("more")]])
     converse(tree_server, session_id, [[{"role": "system", "content": "Another task."}, user("second opening")]])
     tree = described(tree_server, session_id)
-    assert tree["roots"] == [0, 2] and tree["leaves"] == [1, 2]
-    assert len(samples(tree_server, session_id)) == 2  # roots are never dropped
+    assert tree["roots"] == [0] and tree["leaves"] == [1]  # the main conversation's own forest
+    assert [(c["id"], c["kind"], c["turns"], c["inferred"]) for c in tree["conversations"]] == [
+        ("c0", "main", 2, True),
+        ("c1", "side", 1, True),
+    ]
+    kept = samples(tree_server, session_id)
+    assert [sample["conversation"]["id"] for sample in kept] == ["c0", "c1"]  # openings are never dropped
 
 
 def test_a_compaction_summary_attaches_below_the_last_matching_node_as_prompt(tree_server: Server) -> None:

@@ -17,6 +17,7 @@ Imports nothing from tito but errors and trajectory.events.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -30,6 +31,8 @@ import orjson
 
 from tito.errors import JournalError
 from tito.trajectory.events import (
+    FIRST_CONVERSATION,
+    ConversationOpening,
     SamplesTaken,
     SessionConfig,
     SessionCreated,
@@ -85,6 +88,10 @@ def _encode(event: SessionEvent) -> tuple[EventType, bytes]:
             "request_fingerprint": event.request_fingerprint,
             "metadata": event.metadata,
         }
+        if event.conversation_id != FIRST_CONVERSATION or event.opening is not None:
+            header["conversation"] = event.conversation_id
+        if event.opening is not None:
+            header["opening"] = dataclasses.asdict(event.opening)
         parts.append(_encode_blob(_json(header)))
         parts.append(_encode_array(event.prompt_ids, "i"))
         parts.append(_encode_array(event.output_ids, "i"))
@@ -120,6 +127,7 @@ def decode_event(event_type: int, payload: bytes | memoryview) -> SessionEvent:
             output_ids, offset = _decode_array(view, offset, "i")
             output_logprobs, offset = _decode_array(view, offset, "f")
             tools = header["tools"]
+            opening = header.get("opening")  # both absent in journals written before episodes held conversations
             return TurnCommitted(
                 session_id=session_id,
                 node_id=header["node_id"],
@@ -136,6 +144,8 @@ def decode_event(event_type: int, payload: bytes | memoryview) -> SessionEvent:
                 request_fingerprint=header["request_fingerprint"],
                 metadata=header["metadata"],
                 at=at,
+                conversation_id=header.get("conversation", FIRST_CONVERSATION),
+                opening=None if opening is None else ConversationOpening(**opening),
             )
         if kind is EventType.SAMPLES_TAKEN:
             return SamplesTaken(session_id=session_id, at=at)

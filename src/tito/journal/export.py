@@ -26,7 +26,7 @@ import orjson
 
 from tito.errors import JournalError
 from tito.journal.replay import SessionLog, replay
-from tito.trajectory import create_trajectory
+from tito.trajectory import create_episode
 from tito.trajectory.codec import encode_safetensors, sample_to_json
 from tito.trajectory.exports import PROJECTIONS
 from tito.trajectory.samples import Sample, session_samples
@@ -52,7 +52,7 @@ def export_samples(
     for log in replayed.sessions.values():
         if not log.turns or not (include_live or has_ended(log, now)) or (only and log.session_id not in only):
             continue
-        trajectory = create_trajectory(log.created.config)
+        trajectory = create_episode(log.created.config)
         for turn in log.turns:
             trajectory.apply(turn)
         last = log.turns[-1].metadata

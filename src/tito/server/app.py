@@ -34,6 +34,7 @@ from tito.server.dialects.routes import register_dialect_routes
 from tito.server.discovery import add_discovery_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
 from tito.server.journaling import open_server_journal
+from tito.server.lineage import lineage_of
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
@@ -187,7 +188,8 @@ def create_app(state: ServerState) -> FastAPI:
         session = registry.get(session_id)
         body = await read_body(request, options.max_body_bytes)
         chat = parse_chat_request(body)
-        prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
+        lineage = lineage_of(request.headers, chat.messages)
+        prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers), lineage)
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):

@@ -4,8 +4,8 @@ A streaming handler reuses every step but `generate` and `reply_body`: it stream
 the same `Generation`, and then calls `build_turn` and commits like the whole-reply path (`complete_turn`).
 Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
 
-Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.events, server (its
-modules).
+Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.episode,
+trajectory.events, server (its modules).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError
 from tito.parsing import ParseResult
 from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, validation_error
+from tito.server.lineage import asks_structured_output
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.resends import count_resend
@@ -35,6 +36,7 @@ from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import TurnPlan
+from tito.trajectory.episode import Lineage
 from tito.trajectory.events import TurnCommitted
 
 RETRY_HEADER = "x-stainless-retry-count"
@@ -81,15 +83,22 @@ def is_sdk_retry(headers: Mapping[str, str]) -> bool:
 
 
 async def prepare_turn(
-    state: ServerState, session: Session, request: ChatCompletionRequest, body_fingerprint: str, is_retry: bool
+    state: ServerState,
+    session: Session,
+    request: ChatCompletionRequest,
+    body_fingerprint: str,
+    is_retry: bool,
+    lineage: Lineage | None = None,
 ) -> PreparedTurn | TurnCommitted:
-    """Validate and plan the turn and build its prompt ids; mutates nothing. A committed turn when the request is
-    an SDK retry of it (reply with that instead of sampling again)."""
+    """Validate and plan the turn (in the conversation of the episode it belongs to: `lineage`, from the request's
+    headers, else its messages) and build its prompt ids; mutates nothing. A committed turn when the request is an
+    SDK retry of it (reply with that instead of sampling again)."""
     tito_tokenizer = state.tokenizers.get(
         session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
     )
     try:
-        plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry)
+        structured = asks_structured_output(request.model_extra)
+        plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry, lineage, structured)
         if plan.idempotent_reply is not None:
             return plan.idempotent_reply
         appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)

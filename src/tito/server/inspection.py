@@ -20,6 +20,7 @@ from tito.errors import TitoError
 from tito.server.errors import SessionNotFoundError
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import Trajectory
+from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
 
@@ -62,11 +63,20 @@ def session_row(session: InspectedSession) -> Json:
         "superseded_turns": len(session.turns) - len(store),
         "tokens": 0 if latest is None else store.path_length(latest),
         "sampled_tokens": sum(len(node.turn.output_ids) for node in store),
+        "conversations": len(_conversation_kinds(session)) or int(bool(len(store))),
         "reward": session.reward,
         "samples_taken": session.samples_taken,
         "created_at": session.created_at,
         "last_activity": session.last_activity,
     }
+
+
+def _conversation_kinds(session: InspectedSession) -> dict[str, str]:
+    """Each conversation's kind, by id (none for a trajectory that is not an episode, e.g. an imported export)."""
+    trajectory = session.trajectory
+    if not isinstance(trajectory, Episode):
+        return {}
+    return {key: info.kind for key, info in trajectory.conversation_infos().items()}
 
 
 def session_detail(session: InspectedSession) -> Json:
@@ -104,11 +114,13 @@ def _tree(session: InspectedSession) -> Json:
         children.setdefault(turn.parent_id, []).append(turn.node_id)
         depth[turn.node_id] = 0 if turn.parent_id is None else depth.get(turn.parent_id, 0) + 1
     active = [] if not len(store) else [node.node_id for node in store.path(max(node.node_id for node in store))]
+    kinds = _conversation_kinds(session)
     nodes = []
     for turn in session.turns:
         in_store = turn.node_id in store
         fate = "superseded" if not in_store else ("kept" if turn.node_id in trained_in else "dropped")
         metadata = turn.metadata
+        conversation = turn.conversation_id
         nodes.append(
             {
                 "node_id": turn.node_id,
@@ -131,6 +143,8 @@ def _tree(session: InspectedSession) -> Json:
                 "trained_in": trained_in.get(turn.node_id),
                 "active": turn.node_id in active,
                 "preview": _preview(turn.assistant),
+                "conversation": conversation,
+                "conversation_kind": kinds.get(conversation),
             }
         )
     return {

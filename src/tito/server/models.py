@@ -86,3 +86,7 @@ class SamplesRequest(BaseModel):
     metadata: dict[str, Any] | None = None
     format: str | None = None
     """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""
+    conversation_kinds: list[Literal["main", "subagent", "side", "compaction"]] | None = Field(
+        default=None, min_length=1
+    )
+    """Only the conversations of these kinds (`["main"]`: the main loop only); default: every conversation."""

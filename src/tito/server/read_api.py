@@ -28,7 +28,7 @@ from tito.server.inspection import InspectedSession, session_detail, session_row
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
-from tito.trajectory import create_trajectory
+from tito.trajectory import create_episode
 from tito.trajectory.base import Trajectory
 from tito.trajectory.events import SessionConfig
 
@@ -144,9 +144,9 @@ def _offline_trajectory(config: SessionConfig) -> Trajectory:
     """The session's trajectory; when its picker hook cannot be imported here (another machine's code), the default
     picker stands in, so the tree still shows (which leaves the server's picker keeps is then unknown)."""
     try:
-        return create_trajectory(config)
+        return create_episode(config)
     except ConfigurationError:
-        return create_trajectory(dataclasses.replace(config, sample_picker=None, sample_postprocessor=None))
+        return create_episode(dataclasses.replace(config, sample_picker=None, sample_postprocessor=None))
 
 
 def _json(body: Any) -> Response:

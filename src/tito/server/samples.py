@@ -59,7 +59,9 @@ def build_samples(
     metadata = {**(asked.metadata or {}), **server_metadata}
     reward = asked.reward if asked.reward is not None else as_number((asked.metadata or {}).get("reward"))
     group_id = asked.group_id or session_group_id
-    return session_samples(session_id, trajectory, asked.max_seq_len, reward, metadata, asked.rewards, group_id)
+    return session_samples(
+        session_id, trajectory, asked.max_seq_len, reward, metadata, asked.rewards, group_id, asked.conversation_kinds
+    )
 
 
 def samples_response(session_id: str, samples: Sequence[Sample], format: str) -> Response:

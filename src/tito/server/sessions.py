@@ -11,7 +11,6 @@ Imports nothing from tito but errors, journal.shared, trajectory, server.errors 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import secrets
 import time
 from collections import OrderedDict
@@ -28,8 +27,9 @@ from tito.server.errors import (
     SessionNotFoundError,
 )
 from tito.server.resends import ResendCounts
-from tito.trajectory import create_trajectory
-from tito.trajectory.base import Trajectory, TurnPlan
+from tito.trajectory import create_episode
+from tito.trajectory.base import TurnPlan
+from tito.trajectory.episode import Episode
 from tito.trajectory.events import (
     SamplesTaken,
     SessionConfig,
@@ -60,7 +60,8 @@ class NullSink:
 class Session:
     session_id: str
     config: SessionConfig
-    trajectory: Trajectory
+    trajectory: Episode
+    """The episode: its conversations, each a linear or tree trajectory (`tito.trajectory.episode`)."""
     created_at: float
     """Wall-clock time of creation."""
     last_used: float = field(default_factory=time.monotonic)
@@ -92,7 +93,7 @@ class SessionRegistry:
         *,
         max_sessions: int | None = None,
         sink: EventSink | None = None,
-        trajectory_factory: Callable[[SessionConfig], Trajectory] = create_trajectory,
+        trajectory_factory: Callable[[SessionConfig], Episode] = create_episode,
     ) -> None:
         self.max_sessions = max_sessions
         self.sink: EventSink = sink or NullSink()
@@ -154,14 +155,15 @@ class SessionRegistry:
     async def commit(self, session: Session, plan: TurnPlan, event: TurnCommitted) -> TurnCommitted | None:
         """Record a generated turn; None when the session was deleted meanwhile (the reply still goes out).
 
-        Under the session lock: the plan is checked, the node id assigned (concurrent siblings get distinct ids
-        whatever order they finish in), the event recorded by the sink (the journal), and only then applied, so a
-        failed journal write leaves the session as it was. Returns the event as committed."""
+        Under the session lock: the plan is checked (within its conversation only), the node id and conversation
+        assigned (concurrent siblings and conversations get distinct ids whatever order they finish in), the event
+        recorded by the sink (the journal), and only then applied, so a failed journal write leaves the session as
+        it was. Returns the event as committed."""
         async with session.lock:
             if not self.is_live(session):
                 return None
             session.trajectory.check(plan)
-            event = dataclasses.replace(event, node_id=session.trajectory.store.next_node_id)
+            event = session.trajectory.stamp(plan, event)
             await self.sink.record(event)
             self.apply(event)
             session.last_used = time.monotonic()

@@ -10,13 +10,13 @@ Imports nothing from tito but errors, matching, trajectory.events and trajectory
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from tito.matching import ResendMatch
-from tito.trajectory.events import Message, SessionConfig, TurnCommitted
-from tito.trajectory.nodes import NodeStore, PathSequence
+from tito.trajectory.events import ConversationOpening, Message, SessionConfig, TurnCommitted
+from tito.trajectory.nodes import Node, PathSequence
 
 T = TypeVar("T")
 
@@ -49,13 +49,38 @@ class TurnPlan:
     branched: bool = False
     """The request left the stored conversation: a linear retry that replaces the head, or a tree branch (below a
     node that already has children, or a new root beside existing ones)."""
+    conversation: str | None = None
+    """The episode's conversation the turn extends (`tito.trajectory.episode`); None: it opens a new one."""
+    opening: ConversationOpening | None = None
+    """When the turn opens a conversation: what is known of it (its id is minted when the turn commits)."""
+
+
+class NodeReader(Protocol):
+    """What readers use of a trajectory's nodes: a `NodeStore`, or an episode's view over its conversations'."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, node_id: object) -> bool: ...
+    def __iter__(self) -> Iterator[Node]: ...
+    @property
+    def next_node_id(self) -> int: ...
+    @property
+    def roots(self) -> tuple[int, ...]: ...
+    def get(self, node_id: int) -> Node: ...
+    def path(self, node_id: int) -> list[Node]: ...
+    def path_messages(self, node_id: int) -> list[Message]: ...
+    def path_length(self, node_id: int) -> int: ...
+    def path_ids(self, node_id: int) -> array[int]: ...
+    def path_sequence(self, node_id: int) -> PathSequence: ...
+    def leaves(self) -> list[int]: ...
 
 
 class Trajectory(Protocol):
     """One session's committed generations. Mutated only by `apply`."""
 
     config: SessionConfig
-    store: NodeStore
+
+    @property
+    def store(self) -> NodeReader: ...
 
     def plan(
         self, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str, is_retry: bool

@@ -2,8 +2,8 @@
 
 Safetensors layout (one container per reply): for sample `i`, tensors `tokens.{i}` (I32), `loss_mask.{i}` (U8)
 and `rollout_logprobs.{i}` (F32), all of shape `[len(tokens)]`; the header's `__metadata__["tito.samples"]` is
-compact JSON: `[{"response_length", "status", "reward", "metadata", "spans", "group_id"}, ...]` in sample order
-(`sample_facts`).
+compact JSON: `[{"response_length", "status", "reward", "metadata", "spans", "group_id", "conversation"}, ...]`
+in sample order (`sample_facts`).
 
 Loading in a trainer (either works):
 
@@ -60,6 +60,7 @@ def sample_facts(sample: Sample) -> dict[str, Any]:
         "metadata": dict(sample.metadata),
         "spans": [span_to_json(span) for span in sample.spans],
         "group_id": sample.group_id,
+        "conversation": None if sample.conversation is None else dict(sample.conversation),
     }
 
 
@@ -95,6 +96,7 @@ def sample_from_facts(
             metadata=dict(facts["metadata"]),
             spans=tuple(_span_from_json(span) for span in facts.get("spans") or ()),
             group_id=facts.get("group_id"),
+            conversation=None if facts.get("conversation") is None else dict(facts["conversation"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SampleDecodeError(f"sample facts are missing or mistyped: {type(exc).__name__}: {exc}") from exc

@@ -61,6 +61,44 @@ class SessionCreated:
     """Wall-clock time (time.time()): TTL clocks survive a restart."""
 
 
+CONVERSATION_KINDS = ("main", "subagent", "side", "compaction")
+"""What a conversation of an episode is: the agent's main loop, a sub-agent it spawned, a side request (a title,
+a summary, a classifier call) or a compaction (the request that summarises a conversation)."""
+FIRST_CONVERSATION = "c0"
+"""The id of a session's first conversation (and of every turn journaled before sessions held conversations)."""
+
+
+@dataclass(frozen=True)
+class ConversationOpening:
+    """What the first turn of a conversation records about it: the lineage the agent stated, or how tito inferred
+    that the request opens a new conversation. Kind, parent and spawning tool call are derived from these facts
+    (`tito.trajectory.episode`), so live and replayed sessions label conversations alike."""
+
+    source: str
+    """Who said this is a new conversation: `x-tito-conversation`, `codex`, `claude-code` (lineage headers), or
+    `prefix` (inferred: the request resent no stored conversation's opening)."""
+    key: str | None = None
+    """The stated conversation key (a thread or agent id, the X-Tito-Conversation value); None when inferred."""
+    kind: str | None = None
+    """The kind the agent stated (`CONVERSATION_KINDS`); None: inferred."""
+    parent_key: str | None = None
+    """The stated key of the parent conversation (a sub-agent's spawner, a compaction's subject)."""
+    spawned_by: str | None = None
+    """The tool call id that spawned it, where stated."""
+    continues: str | None = None
+    """The conversation id this one continues (after a compaction, or a stated conversation whose history was
+    replaced)."""
+    compaction: str | None = None
+    """The compaction conversation whose summary this one continues from."""
+    forked_from: int | None = None
+    """The node whose reply this request left out and replaced with its own (a compaction): the node stays in its
+    own conversation; this one forks from the conversation holding it."""
+    has_tools: bool = False
+    """The opening request sent tools."""
+    structured_output: bool = False
+    """The opening request asked for structured output (a json schema): a title or classifier call."""
+
+
 @dataclass(frozen=True)
 class TurnCommitted:
     """One committed generation: a new node below `parent_id` (None: a new root).
@@ -95,6 +133,10 @@ class TurnCommitted:
     """Per-turn facts for the sample: engine finish, timings, cached tokens, weight versions, sampling parameters,
     invalid tool calls, the engine's logprob semantics, `requested_at` (wall-clock). JSON-serialisable."""
     at: float
+    conversation_id: str = FIRST_CONVERSATION
+    """The conversation of the episode the turn belongs to (ids follow opening order: c0, c1, ...)."""
+    opening: ConversationOpening | None = None
+    """Set on the turn that opened its conversation: what is known about the conversation."""
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ class LinearTrajectory:
         found = ResendMatch()
         diverged = self._first_difference(stored, messages, found)
         if diverged is None:
-            self._check_tools(tools)
+            self._check_tools(tools, found)
             if head_turn.finish_reason == "length":
                 raise TruncatedTurnError(head, head_turn.response_id)
             appended = found.restore_call_ids(messages[len(stored) :])
@@ -82,7 +82,7 @@ class LinearTrajectory:
             self._refuse_rewritten_reply(stored, messages)
         parent = head_turn.parent_id
         if parent is not None:
-            self._check_tools(tools)
+            self._check_tools(tools, found)
         parent_ids = self.store.path_ids(parent) if parent is not None else array("i")
         kept, appended = stored[:head_start], found.restore_call_ids(messages[head_start:])
         return TurnPlan(
@@ -90,9 +90,14 @@ class LinearTrajectory:
             branched=True,
         )  # fmt: skip
 
-    def _check_tools(self, tools: Sequence[Message] | None) -> None:
-        """Tools render in the opening system block, so a turn that keeps the stored ids keeps the first tools."""
+    def _check_tools(self, tools: Sequence[Message] | None, found: ResendMatch) -> None:
+        """Tools render in the opening system block, so a turn that keeps the stored ids keeps the first tools.
+        Under `harness`, a request that leaves its tools out (autogen's reflection call) keeps the stored ones: the
+        `tools_omitted` rule."""
         first = self.store.get(self.store.roots[0]).turn.tools
+        if not tools and first and self.matcher.name == "harness":
+            found.rules.add("tools_omitted")
+            return
         if list(tools or ()) != list(first or ()):
             names = ", ".join(str((tool.get("function") or {}).get("name")) for tool in (first or ())) or "none"
             raise ToolsChangedError(

@@ -11,18 +11,19 @@ scalar `reward`; each span carries the reward posted for its own response id (st
 Metadata, lowest layer first: the fold over the sample's turns (`FOLDED_KEYS`) < the agent's posted metadata <
 the server-owned keys (`SERVER_OWNED_KEYS`, and the engine facts the server adds), which nobody overrides.
 
-Imports nothing from tito but errors, trajectory.base, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, trajectory.base, trajectory.episode, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
 from tito.trajectory.base import Trajectory
+from tito.trajectory.episode import Episode
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.nodes import PathSequence, SampledSpan
 
@@ -108,6 +109,9 @@ class Sample:
     group_id: str | None = None
     """The group GRPO-style trainers normalise rewards in (one prompt's rollouts): the session's, or the one posted
     with the samples request."""
+    conversation: Mapping[str, Any] | None = None
+    """The episode's conversation the sample comes from (`ConversationInfo.as_json`: id, kind main/subagent/side/
+    compaction, parent, spawned_by, inferred, ...); None for a trajectory assembled outside a session."""
 
 
 def assemble_sample(
@@ -119,6 +123,7 @@ def assemble_sample(
     metadata: Mapping[str, Any] | None = None,
     rewards: Mapping[str, float] | None = None,
     group_id: str | None = None,
+    conversation: Mapping[str, Any] | None = None,
 ) -> Sample:
     """The sample of one path: `sequence` from `NodeStore.path_sequence`, `turns` the path's turns, root first.
 
@@ -163,6 +168,7 @@ def assemble_sample(
         metadata=merged,
         spans=tuple(_turn_span(span, turn, by_response) for span, turn in zip(spans[:kept], kept_turns, strict=True)),
         group_id=group_id,
+        conversation=conversation,
     )
 
 
@@ -225,12 +231,15 @@ def session_samples(
     metadata: Mapping[str, Any] | None = None,
     rewards: Mapping[str, float] | None = None,
     group_id: str | None = None,
+    kinds: Collection[str] | None = None,
 ) -> list[Sample]:
-    """Every sample of a session, one per path its trajectory picks (linear: its one path; tree: one per leaf the
-    picker keeps, each node trained once), then the session's post-processor: what `/samples` replies and
-    `tito journal export` writes, so both give the same bytes. Raises UnknownResponseIdError (400) when `rewards`
-    names a response id no kept turn has, SampleAssemblyError (422) when there is nothing to assemble,
-    SampleHookError (422) when a picker or post-processor breaks its contract."""
+    """Every sample of a session: per conversation of an episode (opening order), one per path its trajectory
+    picks (linear: its one path; tree: one per leaf the picker keeps, each node trained once), then that
+    trajectory's post-processor; each sample labelled with its conversation. `kinds`: only conversations of these
+    kinds (None: every conversation). What `/samples` replies and `tito journal export` writes, so both give the
+    same bytes. Raises UnknownResponseIdError (400) when `rewards` names a response id no kept turn has,
+    SampleAssemblyError (422) when there is nothing to assemble, SampleHookError (422) when a picker or
+    post-processor breaks its contract."""
     turns = {node.node_id: node.turn for node in trajectory.store}
     if rewards:
         known = [turn.response_id for turn in turns.values()]
@@ -238,20 +247,37 @@ def session_samples(
         unknown = [response_id for response_id in rewards if response_id not in known_set]
         if unknown:
             raise UnknownResponseIdError(session_id, unknown, known)
-    built = [
-        assemble_sample(
-            session_id,
-            sequence,
-            [turns[span.node_id] for span in sequence.spans],
-            max_seq_len,
-            reward,
-            metadata,
-            rewards,
-            group_id,
-        )
-        for sequence in trajectory.sample_sequences()
-    ]
+    parts: list[tuple[Trajectory, Mapping[str, Any] | None]] = [(trajectory, None)]
+    if isinstance(trajectory, Episode):
+        infos = trajectory.conversation_infos()
+        parts = [
+            (conversation.trajectory, infos[conversation_id].as_json())
+            for conversation_id, conversation in trajectory.conversations.items()
+            if kinds is None or infos[conversation_id].kind in kinds
+        ]
+    built: list[Sample] = []
+    for part, conversation in parts:
+        samples = [
+            assemble_sample(
+                session_id,
+                sequence,
+                [turns[span.node_id] for span in sequence.spans],
+                max_seq_len,
+                reward,
+                metadata,
+                rewards,
+                group_id,
+                conversation,
+            )
+            for sequence in part.sample_sequences()
+        ]
+        built += part.postprocess_samples(samples)
     if not built:
-        problem = "no committed turns" if len(trajectory.store) == 0 else "no leaf that the sample picker keeps"
+        if len(trajectory.store) == 0:
+            problem = "no committed turns"
+        elif kinds is not None and not any(part.sample_sequences() for part, _ in parts):
+            problem = f"no conversation of kind {', '.join(sorted(kinds))}"
+        else:
+            problem = "no leaf that the sample picker keeps"
         raise SampleAssemblyError(f"session {session_id} has {problem} to assemble a sample from")
-    return trajectory.postprocess_samples(built)
+    return built

@@ -147,9 +147,13 @@ class TreeTrajectory:
                     reply_keys[reply] = self.matcher.key(messages[reply])
                 for node_id in by_reply.get(reply_keys[reply], ()):
                     turn = self.store.get(node_id).turn
-                    if parent_id is None and not _same_tools(turn.tools, tools):
+                    omitted = parent_id is None and self._tools_omitted(turn.tools, tools)
+                    if parent_id is None and not omitted and not _same_tools(turn.tools, tools):
                         continue
                     trial = self._match_turn(turn, messages[offset:reply], messages[reply], found)
+                    if trial is not None and omitted:
+                        trial = trial.copy()
+                        trial.rules.add("tools_omitted")
                     if trial is not None:
                         if best is None or (reply + 1, node_id) > best:
                             best, best_found = (reply + 1, node_id), trial
@@ -168,6 +172,10 @@ class TreeTrajectory:
         trial = found.copy()
         matched = self.matcher.match_prefix((*turn.request_messages, turn.assistant), [*request, reply], trial)
         return trial if matched is None else None
+
+    def _tools_omitted(self, stored: Sequence[Message] | None, sent: Sequence[Message] | None) -> bool:
+        """Under `harness`, a request without tools continues a root that had them (the `tools_omitted` rule)."""
+        return not sent and bool(stored) and self.matcher.name == "harness"
 
     def _strict_attach_point(
         self, messages: Sequence[Message], tools: Sequence[Message] | None

@@ -4,8 +4,8 @@ Responses (`/v1/responses`). Each translates its body into the internal chat req
 committed turn back; every error leaves in the dialect's own shape. `HEAD` on a session's base URLs answers the
 connectivity probe agents send first.
 
-Imports from tito: errors, server.completions, server.dialects, server.errors, server.models, server.replies,
-server.sessions, server.state, server.streaming, trajectory.events.
+Imports from tito: errors, server.completions, server.dialects, server.errors, server.lineage, server.models,
+server.replies, server.sessions, server.state, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tito.server.dialects.edge import labeller, new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import error_headers
+from tito.server.lineage import lineage_of
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.sessions import Session
@@ -92,7 +93,9 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), is_sdk_retry(request.headers))
+        retry = is_sdk_retry(request.headers)
+        lineage = lineage_of(request.headers, asked.chat.messages)
+        prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), retry, lineage)
         if asked.stream:
             return streamed(prepared, request, asked)
         if isinstance(prepared, PreparedTurn):
@@ -150,7 +153,8 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             asked = anthropic.parse_request(body, needs_max_tokens=False)
             chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
             try:  # the prompt ids the turn would run on, attached where planning attaches it
-                prepared = await prepare_turn(state, session, chat, fingerprint(body), False)
+                lineage = lineage_of(request.headers, chat.messages)
+                prepared = await prepare_turn(state, session, chat, fingerprint(body), False, lineage)
                 count = len(prepared.prompt_ids) if isinstance(prepared, PreparedTurn) else 0
             except TitoError:  # a conversation the session cannot extend: its ids rendered whole
                 tito_tokenizer = state.tokenizers.get(

@@ -100,7 +100,8 @@ window.addEventListener('hashchange', route);
 const listState = { filter: '', status: '', kind: '', sort: 'last_activity', asc: false, rows: [] };
 const COLUMNS = [
   ['session_id', 'session', false], ['status', 'status', false], ['trajectory', 'kind', false],
-  ['turns', 'turns', true], ['tokens', 'tokens', true], ['sampled_tokens', 'sampled', true],
+  ['turns', 'turns', true], ['conversations', 'conversations', true], ['tokens', 'tokens', true],
+  ['sampled_tokens', 'sampled', true],
   ['reward', 'reward', true], ['samples_taken', 'samples taken', true], ['last_activity', 'last activity', true],
 ];
 
@@ -166,6 +167,7 @@ function drawRows() {
       <td><span class="badge ${esc(row.status)}">${esc(row.status)}</span></td>
       <td>${esc(row.trajectory)}</td>
       <td class="num">${row.turns}${row.superseded_turns ? ` <span class="muted">+${row.superseded_turns}</span>` : ''}</td>
+      <td class="num">${row.conversations}</td>
       <td class="num">${row.tokens}</td>
       <td class="num">${row.sampled_tokens}</td>
       <td class="num">${row.reward ?? '<span class="muted">–</span>'}</td>
@@ -222,6 +224,7 @@ function sessionHtml(session) {
            title="weight version ${esc(weights)} · engine ${engine} · committed ${new Date(node.committed_at * 1000).toISOString()}">
         <span class="indent" style="width:${indent * 22}px"></span>
         <span class="id">#${node.node_id}</span>${from}
+        ${node.conversation_kind ? `<span class="badge" title="conversation">${esc(node.conversation)} ${esc(node.conversation_kind)}</span>` : ''}
         <span class="roles">${esc(roles)}</span>
         <span class="badge">${esc(node.finish_reason)}</span>
         <span class="badge ${node.fate}">${node.fate}</span>
@@ -239,6 +242,7 @@ function sessionHtml(session) {
       <span><b>status</b> <span class="badge ${esc(session.status)}">${esc(session.status)}</span></span>
       <span><b>kind</b> ${esc(summary.trajectory)}</span>
       <span><b>turns</b> ${summary.turns}${summary.superseded_turns ? ` (+${summary.superseded_turns} superseded)` : ''}</span>
+      <span><b>conversations</b> ${(session.conversations || []).map((c) => `${esc(c.id)} ${esc(c.kind)}${c.parent ? ' ↳ ' + esc(c.parent) : ''}`).join(', ') || '–'}</span>
       <span><b>tokens</b> ${summary.tokens}</span>
       <span><b>sampled</b> ${summary.sampled_tokens}</span>
       <span><b>reward</b> ${summary.reward ?? '–'}</span>
