@@ -67,3 +67,36 @@ def bash_episode(prompt: str) -> dict[str, Any]:
             call = {"name": "Bash", "arguments": {"command": command, "description": "Change out.txt"}}
             return {"content": "", "reasoning_content": "I run the command.", "tool_calls": [call]}
     return {"content": "Nothing to do."}
+
+
+AGENT_TASK = "Have a sub-agent write the word sub into sub.txt, then report. [tito-task-agent]"
+SUB_TASK = "Write the word sub into the file sub.txt with the Bash tool. [tito-sub-task]"
+SUB_COMMAND = "printf sub > sub.txt && echo tito-sub-step-$((0+1))-ran"
+SUB_ANSWER = "Wrote sub.txt: tito-subagent-finished"
+AGENT_ANSWER = "The sub-agent wrote sub.txt."
+
+
+def agent_episode(prompt: str) -> dict[str, Any]:
+    """The policy of an episode with a sub-agent: the main loop calls Claude Code's `Agent` tool, the sub-agent (its
+    own conversation, which never holds the main task) runs Bash and answers, then the main loop answers."""
+    if '"name": "Bash"' not in prompt:
+        return {"content": TITLE}
+    if "[tito-task-agent]" in prompt:
+        if "tito-subagent-finished" in prompt:
+            return {"content": AGENT_ANSWER, "reasoning_content": "The sub-agent is done."}
+        if '"name": "Agent", "arguments"' in prompt:  # launched in the background after all: wait for its report
+            return {"content": "Waiting for the sub-agent.", "reasoning_content": "It runs."}
+        arguments = {
+            "description": "Write sub.txt",
+            "prompt": SUB_TASK,
+            "subagent_type": "general-purpose",
+            "run_in_background": False,
+        }
+        call = {"name": "Agent", "arguments": arguments}
+        return {"content": "", "reasoning_content": "A sub-agent does it.", "tool_calls": [call]}
+    if "[tito-sub-task]" in prompt:
+        if "tito-sub-step-1-ran" in prompt:
+            return {"content": SUB_ANSWER, "reasoning_content": "Done."}
+        call = {"name": "Bash", "arguments": {"command": SUB_COMMAND, "description": "Write sub.txt"}}
+        return {"content": "", "reasoning_content": "I run it.", "tool_calls": [call]}
+    return {"content": "Nothing to do."}

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 
 from tests.agents.claude import (
+    AGENT_ANSWER,
+    AGENT_TASK,
     ANSWER,
     CLAUDE_CODE_VERSION,
     SECOND_ANSWER,
     SECOND_TASK,
     TASK,
+    agent_episode,
     bash_episode,
     claude,
     claude_env,
@@ -81,3 +84,20 @@ def test_with_non_essential_traffic_allowed_the_probe_and_the_episode_succeed(tm
         assert (workdir / "out.txt").read_text() == "tito"
         assert len(check_episode(tito, engine, session_id)) == 1
         assert any(line["method"] == "HEAD" for line in tito.access_log())
+
+
+def test_a_sub_agent_is_its_own_sample_and_every_id_of_both_is_trained(tmp_path: Path, workdir: Path) -> None:
+    """Claude Code's `Agent` tool runs a sub-agent: its own conversation to the same base URL."""
+    with (
+        ScriptedSglang("qwen3", agent_episode) as engine,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", "tree") as tito,
+    ):
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
+        command = [str(claude()), "-p", AGENT_TASK, "--output-format", "json", "--allowedTools", "Bash,Agent"]
+        result = run_agent(command, workdir, env).check().output_json()
+        assert result["result"] == AGENT_ANSWER, result
+        assert (workdir / "sub.txt").read_text() == "sub", "the sub-agent's Bash ran in the agent's directory"
+        assert len(engine.sampled()) == 4  # main: Agent call, answer; sub-agent: Bash call, answer
+        samples = check_episode(tito, engine, session_id)
+        assert len(samples) == 2, "the main conversation and the sub-agent's, one sample each"
