@@ -117,12 +117,14 @@ def test_a_second_user_turn_by_codex_exec_resume_continues_the_one_sample(trajec
         assert len(samples) == 1 and len(engine.sampled()) == 4
 
 
-def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_sample(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_labelled_sample(trajectory: str, tmp_path: Path) -> None:
     """`spawn_agent` comes back with its `namespace`, so Codex runs the sub-agent (without it Codex answers itself
-    "unsupported call"); the sub-agent's requests share the base URL. A tree session keeps both conversations."""
+    "unsupported call"); the sub-agent's requests share the base URL and are their own conversation, labelled by
+    Codex's lineage headers."""
     work = workdir(tmp_path)
     with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
-        session_id = tito.new_session(trajectory="tree")
+        session_id = tito.new_session(trajectory=trajectory)
         env = codex_env(tito, session_id, tmp_path / "home", True)
         events = codex(env, work, "TASK-3: use a sub-agent to read marker.txt.")
         calls = completed(events, "collab_tool_call")
@@ -132,6 +134,8 @@ def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_sample(tmp_path: Path
         assert [m["text"] for m in completed(events, "agent_message")] == [f"The sub-agent found {MARK}."]
         samples = check_episode(tito, engine, session_id)
         assert len(engine.sampled()) == 5 and len(samples) == 2  # main: spawn, wait, answer; sub-agent: call, answer
+        main, sub = sorted((sample["conversation"] for sample in samples), key=lambda c: c["kind"] != "main")
+        assert (main["kind"], sub["kind"], sub["parent"]) == ("main", "subagent", main["id"])
 
 
 def representative(tmp_path: Path) -> Observation:

@@ -52,27 +52,17 @@ def opencode_project(tito: Tito, session_id: str, work: Path) -> None:
 
 
 @pytest.mark.parametrize("family", ["qwen3", "qwen35"])
-@pytest.mark.parametrize(
-    "trajectory",
-    [
-        pytest.param(
-            "linear",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the title request comes first; the main loop's request is then taken as a one-step retry "
-                "of it and the title's ids are dropped, until an episode holds conversations (issue 33a)",
-            ),
-        ),
-        "tree",
-    ],
-)
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
 def test_opencode_runs_a_tool_episode_and_its_title_request(family: str, trajectory: str, tmp_path: Path) -> None:
     with ScriptedSglang(family, episode) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
         session_id = tito.new_session(trajectory=trajectory)
         run_opencode(tito, session_id, tmp_path)
         samples = check_episode(tito, engine, session_id)
         assert len(engine.sampled()) == 3  # the title, the call, the answer
-        assert len(samples) == 2  # the main conversation and the title: each its own sample
+        kinds = sorted((sample["conversation"]["kind"], sample["response_length"] > 0) for sample in samples)
+        assert kinds == [("main", True), ("side", True)]  # the main loop and the title: each its own sample
+        main = tito.samples(session_id, conversation_kinds=["main"])
+        assert len(main) == 1 and main[0]["conversation"]["kind"] == "main"
 
 
 def run_opencode(tito: Tito, session_id: str, tmp_path: Path) -> None:
