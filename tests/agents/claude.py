@@ -24,6 +24,7 @@ STEPS = [
 ]
 """Each command's output (not its command line) names its step: a prompt holds the marker only once it really ran."""
 API_KEY = "sk-tito-test"
+COMPACTED = "<analysis>One file written.</analysis>\n<summary>tito-compacted: out.txt holds tito.</summary>"
 TITLE = '{"title": "Write tito into out.txt"}'
 
 
@@ -60,6 +61,8 @@ def bash_episode(prompt: str) -> dict[str, Any]:
     JSON. The latest task the prompt holds decides."""
     if '"name": "Bash"' not in prompt:
         return {"content": TITLE}
+    if "Do NOT call any tools" in prompt[-2000:]:  # Claude Code's compaction request (`/compact`, auto-compaction)
+        return {"content": COMPACTED, "reasoning_content": "I summarise."}
     for marker, command, ran, answer in reversed(STEPS):
         if ran in prompt:
             return {"content": answer, "reasoning_content": "The command ran."}

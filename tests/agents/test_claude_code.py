@@ -86,11 +86,14 @@ def test_with_non_essential_traffic_allowed_the_probe_and_the_episode_succeed(tm
         assert any(line["method"] == "HEAD" for line in tito.access_log())
 
 
-def test_a_sub_agent_is_its_own_sample_and_every_id_of_both_is_trained(tmp_path: Path, workdir: Path) -> None:
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_a_sub_agent_is_its_own_labelled_sample_and_every_id_of_both_is_trained(
+    tmp_path: Path, workdir: Path, trajectory: str
+) -> None:
     """Claude Code's `Agent` tool runs a sub-agent: its own conversation to the same base URL."""
     with (
         ScriptedSglang("qwen3", agent_episode) as engine,
-        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", "tree") as tito,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", trajectory) as tito,
     ):
         session_id = tito.new_session()
         env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
@@ -101,3 +104,32 @@ def test_a_sub_agent_is_its_own_sample_and_every_id_of_both_is_trained(tmp_path:
         assert len(engine.sampled()) == 4  # main: Agent call, answer; sub-agent: Bash call, answer
         samples = check_episode(tito, engine, session_id)
         assert len(samples) == 2, "the main conversation and the sub-agent's, one sample each"
+        main, sub = sorted((sample["conversation"] for sample in samples), key=lambda c: c["kind"] != "main")
+        assert (main["kind"], sub["kind"], sub["parent"]) == ("main", "subagent", main["id"]), samples
+
+
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_compaction_then_a_second_turn_loses_nothing(tmp_path: Path, workdir: Path, trajectory: str) -> None:
+    """`/compact` (what auto-compaction sends too): a request that resends the conversation and asks for a summary,
+    then the conversation goes on from the summary."""
+    with (
+        ScriptedSglang("qwen3", bash_episode) as engine,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", trajectory) as tito,
+    ):
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
+        flags = ["--output-format", "json", "--allowedTools", "Bash"]
+        run_agent([str(claude()), "-p", TASK, *flags], workdir, env).check()
+        run_agent([str(claude()), "-p", "--continue", "/compact", *flags], workdir, env).check()
+        result = run_agent([str(claude()), "-p", "--continue", SECOND_TASK, *flags], workdir, env).check().output_json()
+        assert result["result"] == SECOND_ANSWER, result
+        assert (workdir / "out.txt").read_text() == "tito again"
+        summaries = [g for g in engine.sampled() if "tito-compacted" in engine.tokenizer.decode(g.output_ids)]
+        assert len(summaries) == 1 and len(engine.sampled()) == 5
+        continued = [g for g in engine.sampled() if "tito-compacted" in g.prompt]
+        assert len(continued) == 2, "the second turn goes on from the summary"
+        samples = check_episode(tito, engine, session_id)
+        assert len(samples) == 3, "the episode before compaction, the summary, the episode after it"
+        conversations = [sample["conversation"] for sample in samples]
+        [compaction] = [c for c in conversations if c["kind"] == "compaction"]
+        assert compaction["parent"] == next(c["id"] for c in conversations if c["kind"] == "main"), conversations
