@@ -122,6 +122,7 @@ HARNESS_ACCEPTS = [
     ),
     pytest.param(resent(content=""), {"empty_content"}, id="empty-content"),
     pytest.param(resent(call={"id": "call_mine"}), {"call_ids_regenerated"}, id="call-id"),
+    pytest.param(resent(content="\n"), {"whitespace_content"}, id="whitespace-content"),
     pytest.param(
         resent(
             reasoning_content=None,
@@ -160,6 +161,7 @@ HARNESS_REFUSES = [
         id="other-tool",
     ),
     pytest.param(resent(content="I will call f."), "content", id="added-content"),
+    pytest.param(resent(content=[{"type": "text", "text": " x "}]), "content", id="added-text-part"),
     pytest.param(
         resent(call={"function": {"name": "f", "arguments": '{"a": 1, "b": 1}'}}),
         "tool_calls[0].function.arguments",
@@ -167,6 +169,25 @@ HARNESS_REFUSES = [
     ),
     pytest.param({**resent(), "tool_calls": []}, "tool_calls", id="dropped-call"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("sent", "rule"),
+    [
+        ({"role": "assistant", "content": [{"type": "text", "text": "Done."}]}, "content_as_parts"),
+        ({"role": "assistant", "content": [{"type": "text", "text": "Do"}, {"type": "text", "text": "ne."}]},
+         "content_as_parts"),
+    ],
+)  # fmt: skip
+def test_a_reply_resent_as_text_parts_matches_the_stored_string(sent: dict[str, Any], rule: str) -> None:
+    """strands' OpenAI model resends the reply as text parts; tito renders them as the same string."""
+    stored = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "Done."}]
+    assert match_resend(stored, [stored[0], sent], HARNESS).rules == {rule}
+    assert HARNESS.key(stored[1]) == HARNESS.key(sent)
+    with pytest.raises(AppendOnlyError, match="'content'"):
+        match_resend(
+            stored, [stored[0], {"role": "assistant", "content": [{"type": "text", "text": "Other."}]}], HARNESS
+        )
 
 
 @pytest.mark.parametrize(("sent", "field"), HARNESS_REFUSES)

@@ -26,6 +26,8 @@ Only the server turns these into HTTP bodies; this module imports nothing from t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class TitoError(Exception):
     """Base of every error tito raises on purpose."""
@@ -99,10 +101,11 @@ class AppendOnlyError(TitoError, ValueError):
         self.field = field
         self.expected = expected
         self.actual = actual
-        message = (
-            f"message {index} differs from the stored conversation in {field!r}: "
-            f"stored {_clip(expected)}, got {_clip(actual)}"
-        )
+        if field in _ID_KEYS or field.endswith(".id"):
+            shown = "the stored and the sent id differ (ids are not quoted: clients read digits in them as a status)"
+        else:
+            shown = _difference(expected, actual)
+        message = f"message {index} differs from the stored conversation in {field!r}: {shown}"
         super().__init__(message + (f". {hint}" if hint else ""))
 
 
@@ -183,6 +186,45 @@ class TokenMismatchError(TitoError):
             f"family {family}: appended ids differ from the in-context render at token {position}: expected "
             f"{_clip(expected)}, got {_clip(actual)}" + (f"; {detail}" if detail else "")
         )
+
+
+_AROUND = 60
+"""Characters shown on each side of the first difference of two long strings."""
+_ID_KEYS = ("id", "tool_call_id", "call_id")
+
+
+def _difference(expected: object, actual: object, limit: int = 200) -> str:
+    """Both values, clipped; two strings too long to show whole: the first differing offset and the text around it
+    in each. Ids are never quoted (a client reads "429" inside a hex call id as a rate limit): a field that is an
+    id says only that it differs, and ids inside a shown message are replaced by `<id>`."""
+    if isinstance(expected, str) and isinstance(actual, str) and max(len(expected), len(actual)) > limit:
+        offset = next(
+            (i for i, (a, b) in enumerate(zip(expected, actual, strict=False)) if a != b),
+            min(len(expected), len(actual)),
+        )
+        start = max(0, offset - _AROUND)
+
+        def around(text: str) -> str:
+            shown = repr(text[start : offset + _AROUND])
+            return ("..." if start else "") + shown + ("..." if offset + _AROUND < len(text) else "")
+
+        return (
+            f"first difference at character {offset} (stored {len(expected)} characters, got {len(actual)}): "
+            f"stored {around(expected)}, got {around(actual)}"
+        )
+    return f"stored {_clip(_without_ids(expected))}, got {_clip(_without_ids(actual))}"
+
+
+def _without_ids(value: object) -> object:
+    """`value` with every id-like string (a tool call's `id`, a `tool_call_id`) shown as `<id>`."""
+    if isinstance(value, Mapping):
+        return {
+            key: "<id>" if key in _ID_KEYS and isinstance(item, str) else _without_ids(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_without_ids(item) for item in value]
+    return value
 
 
 def _clip(value: object, limit: int = 200) -> str:

@@ -134,6 +134,9 @@ HARNESS_RULES: Mapping[str, str] = {
     "empty_content": '`content` "" (or []) where the stored message has null, or the reverse',
     "call_ids_regenerated": "tool-call ids the agent replaced with its own, paired one-to-one with the stored ids "
     "(the tool messages answering them are mapped back to the stored ids)",
+    "content_as_parts": "content resent as text parts where a string was stored (tito renders both as the same text)",
+    "whitespace_content": "whitespace-only content where the stored message had none (the stored ids keep what "
+    "the model sampled)",
     "tools_omitted": "a later request sent no `tools` where the stored prompt rendered some: the stored tools stay "
     "(they are part of the stored ids; autogen's reflection call)",
 }
@@ -235,11 +238,9 @@ def _harness_compare(stored: Message, sent: Message, found: ResendMatch) -> str 
     for name in ("role", "name"):
         if _empty_to_none(stored.get(name)) != _empty_to_none(sent.get(name)):
             return name
-    stored_content, sent_content = stored.get("content"), sent.get("content")
-    if _empty_to_none(stored_content) != _empty_to_none(sent_content):
-        return "content"
-    if stored_content != sent_content and stored_content in ("", [], None):
-        found.rules.add("empty_content")
+    differing = _harness_content(stored.get("content"), sent.get("content"), found)
+    if differing is not None:
+        return differing
     if _empty_to_none(stored.get("tool_call_id")) != _empty_to_none(found.stored_call_id(sent.get("tool_call_id"))):
         return "tool_call_id"
     stored_reasoning, sent_reasoning = (
@@ -269,10 +270,46 @@ def _harness_compare(stored: Message, sent: Message, found: ResendMatch) -> str 
     return None
 
 
+def _joined_text(content: Any) -> Any:
+    """Content given as text parts as the one string tito renders them as (`tito.messages`); other content as is."""
+    if (
+        isinstance(content, list)
+        and content
+        and all(
+            isinstance(part, Mapping) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
+            for part in content
+        )
+    ):
+        return "".join(part["text"] for part in content)
+    return content
+
+
+def _blank_to_none(content: Any) -> Any:
+    """Empty or whitespace-only content as None; anything else as is."""
+    return None if content in ("", [], None) or (isinstance(content, str) and not content.strip()) else content
+
+
+def _harness_content(stored: Any, sent: Any, found: ResendMatch) -> str | None:
+    """ "content" when the contents differ under the harness rules; records `empty_content`, `content_as_parts`
+    (text parts for a string, rendered alike) or `whitespace_content` where needed."""
+    if stored == sent:
+        return None
+    stored_text, sent_text = _joined_text(stored), _joined_text(sent)
+    if _empty_to_none(stored_text) == _empty_to_none(sent_text):
+        found.rules.add("empty_content" if stored in ("", [], None) else "content_as_parts")
+        return None
+    if _empty_to_none(stored_text) is None and _blank_to_none(sent_text) is None:
+        found.rules.add("whitespace_content")
+        return None
+    return "content"
+
+
 def harness_match_key(message: Message) -> Hashable:
-    """A hashable key, equal for any two messages the `harness` policy may match (reasoning, call ids and the
-    arguments' spelling left out); the comparison then decides."""
-    fields = tuple(_frozen(_empty_to_none(message.get(name))) for name in ("role", "content", "name"))
+    """A hashable key, equal for any two messages the `harness` policy may match (reasoning, call ids, the
+    arguments' spelling, text parts and blank content left out); the comparison then decides."""
+    content = _frozen(_blank_to_none(_joined_text(message.get("content"))))
+    role, name = (_frozen(_empty_to_none(message.get(field))) for field in ("role", "name"))
+    fields = (role, content, name)
     calls = tuple(
         (_frozen(function.get("name")), _frozen_arguments(function.get("arguments")))
         for function in ((call.get("function") or {}) for call in _calls(message))

@@ -157,6 +157,30 @@ def run_smolagents(url: str, stream: bool) -> None:
     agent.run(TASK)
 
 
+def _dspy_fields(**fields: str) -> str:
+    return "".join(f"[[ ## {name} ## ]]\n{value}\n\n" for name, value in fields.items()) + "[[ ## completed ## ]]"
+
+
+DSPY_REPLIES = (
+    _dspy_fields(next_thought="Look up Oslo.", next_tool_name="get_weather",
+                 next_tool_args=json.dumps({"city": "Oslo", "metric": True})),
+    _dspy_fields(next_thought="Now Bergen.", next_tool_name="get_weather",
+                 next_tool_args=json.dumps({"city": "Bergen", "metric": False})),
+    _dspy_fields(next_thought="Both known.", next_tool_name="finish", next_tool_args="{}"),
+    _dspy_fields(reasoning="Both known.", answer="Oslo is sunny, Bergen is rainy."),
+)  # fmt: skip
+"""What the scripted model samples for dspy's ReAct (its ChatAdapter's field format): two tool steps, `finish`, then
+the answer its extract step asks for. dspy sends each call as a fresh [system, user] conversation."""
+
+
+def run_dspy(url: str) -> None:
+    import dspy
+
+    lm = dspy.LM(f"openai/{MODEL}", api_base=url, api_key=API_KEY, cache=False)
+    with dspy.context(lm=lm):
+        dspy.ReAct("question -> answer", tools=[get_weather], max_iters=4)(question=TASK)
+
+
 @dataclass(frozen=True)
 class Framework:
     """One framework: its PyPI distribution, how its user drives it, and how its episodes end."""

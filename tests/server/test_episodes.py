@@ -209,6 +209,17 @@ def test_a_reflection_call_without_tools_continues_the_conversation_and_is_count
     assert described["resends"]["rules"] == {"tools_omitted": 1}
 
 
+def test_a_refusal_for_other_tools_is_counted_in_resends(serve: ServerFactory) -> None:
+    linear = serve()
+    session_id = linear.new_session()
+    main = [SYSTEM, user("use the tool")]
+    main.append(ask(linear, session_id, main, tools=TOOLS))
+    other = [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object", "properties": {}}}}]
+    with pytest.raises(openai.BadRequestError, match="tools differ"):
+        ask(linear, session_id, [*main, user("again")], tools=other)
+    assert linear.http.get(f"/sessions/{session_id}").json()["resends"]["failed"] == 1
+
+
 def test_a_restart_replays_every_conversation_and_its_labels(qwen3_tokenizer: LocalTokenizer, tmp_path: Path) -> None:
     with running_server(qwen3_tokenizer, journal=tmp_path) as live:
         session_id = live.new_session()
@@ -224,3 +235,25 @@ def test_a_restart_replays_every_conversation_and_its_labels(qwen3_tokenizer: Lo
         assert samples(restarted, session_id) == kept
         ask(restarted, session_id, [*main, user("more")], tools=TOOLS)
         assert [c["turns"] for c in conversations(restarted, session_id)] == [2, 1, 1]
+
+
+def test_claude_codes_sub_agent_headers_on_the_messages_route_label_its_conversation(serve: ServerFactory) -> None:
+    linear = serve()
+    session_id = linear.new_session()
+
+    def messages(text: str, headers: dict[str, str], system: str) -> None:
+        body = {"model": "claude-x", "max_tokens": 64, "system": system, "messages": [user(text)]}
+        reply = linear.http.post(f"/sessions/{session_id}/v1/messages", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text
+
+    session = {"x-claude-code-session-id": "cc-1"}
+    messages("the task", session, "x-anthropic-billing-header: cc_version=2.1; You are Claude Code.")
+    messages("a title please", session, "Generate a title.")
+    sub_headers = {**session, "x-claude-code-agent-id": "a7", "x-claude-code-parent-agent-id": "main"}
+    messages("search", sub_headers, "x-anthropic-billing-header: cc_is_subagent=true; You are a sub-agent.")
+    labels = [(c["id"], c["kind"], c["parent"], c["source"]) for c in conversations(linear, session_id)]
+    assert labels == [
+        ("c0", "main", None, "prefix"),
+        ("c1", "side", "c0", "prefix"),
+        ("c2", "subagent", "c0", "claude-code"),
+    ]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Server, running_server
-from tests.server.frameworks import FRAMEWORKS, Framework
+from tests.server.frameworks import DSPY_REPLIES, FRAMEWORKS, Framework, run_dspy
 from tito.matching import HARNESS_RULES
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -36,6 +36,8 @@ RULE_WORDS = {
     "arguments_as_json": "re-serialises tool-call arguments (compact JSON)",
     "empty_content": '`content` "" where the reply had null, or the reverse',
     "call_ids_regenerated": "re-generates tool-call ids",
+    "content_as_parts": "resends a reply's text as text parts",
+    "whitespace_content": 'resends empty content as whitespace (`"\\n"`)',
     "tools_omitted": "sends a later call without `tools`",
 }
 assert RULE_WORDS.keys() == HARNESS_RULES.keys(), "describe every harness rule in the table"
@@ -202,6 +204,29 @@ def test_a_framework_that_rewrites_the_reply_is_refused_and_its_first_turn_kept(
     assert episode.refused_field is not None, episode.error
     assert episode.resends["failed"] >= 1
     assert episode.trained_ids() == [episode.scripted[0]], "the turn generated before the refusal is kept"
+
+
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_dspy_react_calls_are_each_their_own_conversation_with_every_sampled_id(
+    runner: EpisodeRunner, trajectory: str
+) -> None:
+    """dspy sends every call as a fresh [system, user] conversation: a linear session once took each as a retry of
+    the last and kept 1 of its generations; now each call is a conversation of the episode, one sample each."""
+    server = runner.server
+    scripted = [list(runner.tokenizer.encode(f"{text}<|im_end|>", add_special_tokens=False)) for text in DSPY_REPLIES]
+    session_id = server.new_session(trajectory=trajectory, chat_template_kwargs={"enable_thinking": False})
+    server.engine.replies.clear()
+    server.engine.queue(*scripted)
+    try:
+        run_dspy(server.chat_url(session_id))
+    finally:
+        server.engine.replies.clear()
+    described = server.http.get(f"/sessions/{session_id}").json()
+    assert [c["kind"] for c in described["conversations"]] == ["main", "side", "side", "side"]
+    assert described["resends"]["failed"] == 0
+    kept = server.http.post(f"/sessions/{session_id}/samples").json()["samples"]
+    assert [s["conversation"]["id"] for s in kept] == ["c0", "c1", "c2", "c3"]
+    assert Episode(scripted, kept).trained_ids() == scripted
 
 
 def strict_cell(episode: Episode) -> str:

@@ -5,7 +5,7 @@ the same `Generation`, and then calls `build_turn` and commits like the whole-re
 Every dialect (server.dialects) runs these same steps on the chat request it translates its own into.
 
 Imports from tito: engines.protocol, errors, parsing, tokenizer, trajectory.base, trajectory.episode,
-trajectory.events, server (its modules).
+trajectory.events, trajectory.linear, server (its modules).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Lineage
 from tito.trajectory.events import TurnCommitted
+from tito.trajectory.linear import ToolsChangedError
 
 RETRY_HEADER = "x-stainless-retry-count"
 """The openai SDK's retry counter: > 0 marks a resend of a request that may already have committed."""
@@ -106,7 +107,7 @@ async def prepare_turn(
             prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
         else:
             prompt_ids, kept = build_prompt_ids(tito_tokenizer, plan, request.tools)
-    except AppendOnlyError:
+    except (AppendOnlyError, ToolsChangedError):  # every refused resend is counted
         count_resend(session.resends, state.metrics, None)
         raise
     count_resend(session.resends, state.metrics, plan)

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 class SessionMovedOnError(TitoError):
-    """Another request committed a turn on this session while this one was generating: it is not recorded."""
+    """Another request committed a turn on this conversation while this one was generating: it is not recorded."""
 
     http_status = 409
 
@@ -143,8 +143,9 @@ class LinearTrajectory:
     def check(self, plan: TurnPlan) -> None:
         if plan.version != self.version:
             raise SessionMovedOnError(
-                "another request on this session committed a turn while this one was generating; this reply was "
-                "not recorded: resend the conversation as it now stands (one request at a time per session)"
+                "another request extending the same conversation committed a turn while this one was generating; "
+                "this reply was not recorded: resend the conversation as it now stands (one request at a time per "
+                "conversation; other conversations of the session may run at the same time)"
             )
 
     def apply(self, event: TurnCommitted) -> None:

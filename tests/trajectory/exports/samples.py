@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tito.trajectory import create_trajectory
+from tito.trajectory import create_episode, create_trajectory
 from tito.trajectory.base import Trajectory
+from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 from tito.trajectory.samples import Sample, session_samples
 
@@ -27,6 +28,8 @@ def commit(trajectory: Trajectory, messages: Sequence[dict[str, Any]], reply: st
     facts = {"weight_versions": versions, "sampling": {"temperature": temperature, "top_p": 0.95},
              "requested_at": event.at - 0.25, "cached_tokens": 2}  # fmt: skip
     event = replace(event, metadata=facts)
+    if isinstance(trajectory, Episode):
+        event = trajectory.stamp(plan, event)
     trajectory.apply(event)
     return event
 
@@ -46,8 +49,9 @@ def tree_samples() -> list[Sample]:
 
 
 def linear_samples() -> list[Sample]:
-    """Two turns, the second cut by length; no weight versions, no reward, no group."""
-    linear = create_trajectory(SessionConfig())
+    """Two turns of a session's episode (its samples name their conversation), the second cut by length; no weight
+    versions, no reward, no group."""
+    linear = create_episode(SessionConfig())
     commit(linear, [user("q")], "r", [], 0.0)
     commit(linear, [user("q"), assistant("r"), user("more")], "long", [], 0.7, finish_reason="length")
     return session_samples("linear-session", linear)

@@ -32,7 +32,11 @@ def export(samples: Sequence[Sample]) -> list[JsonRecord]:
 
 def _miles_sample(sample: Sample) -> JsonRecord:
     split = prompt_length(sample)
-    tito = {"spans": [span_to_json(span) for span in sample.spans], "group_id": sample.group_id}
+    tito = {
+        "spans": [span_to_json(span) for span in sample.spans],
+        "group_id": sample.group_id,
+        "conversation": None if sample.conversation is None else dict(sample.conversation),
+    }
     return {
         "tokens": sample.tokens.tolist(),
         "response_length": sample.response_length,
