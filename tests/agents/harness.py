@@ -215,8 +215,16 @@ class Tmux:
         return screen
 
     def type(self, text: str) -> None:
-        """Types `text` and presses Enter."""
-        self._tmux("send-keys", "-t", "agent", "-l", text)
+        """Types `text`, waits until the screen shows it (an input box that is not ready yet drops keys: typed
+        again), then presses Enter."""
+        for _ in range(5):
+            self._tmux("send-keys", "-t", "agent", "-l", text)
+            deadline = time.monotonic() + 5
+            while text[-20:] not in self.screen().replace("\n", "") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if text[-20:] in self.screen().replace("\n", ""):
+                break
+            self._tmux("send-keys", "-t", "agent", "C-u")
         time.sleep(0.3)
         self._tmux("send-keys", "-t", "agent", "Enter")
 

@@ -24,10 +24,11 @@ from tests.agents.scripted_engine import ScriptedSglang
 pytestmark = pytest.mark.agents
 
 
-def test_two_prompts_with_their_title_requests_lose_nothing_in_a_tree_session(tmp_path: Path, workdir: Path) -> None:
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_two_prompts_with_their_title_requests_lose_nothing(tmp_path: Path, workdir: Path, trajectory: str) -> None:
     with (
         ScriptedSglang("qwen3", bash_episode) as engine,
-        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", "tree") as tito,
+        tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", trajectory) as tito,
     ):
         session_id = tito.new_session()
         home = tmp_path / "home"
@@ -51,3 +52,5 @@ def test_two_prompts_with_their_title_requests_lose_nothing_in_a_tree_session(tm
         assert len(engine.sampled()) == 4 + len(titles)
         samples = check_episode(tito, engine, session_id)
         assert len(samples) == 1 + len(titles), "the main conversation is one sample, each title its own"
+        kinds = sorted(sample["conversation"]["kind"] for sample in samples)
+        assert kinds == ["main"] + ["side"] * len(titles), kinds
