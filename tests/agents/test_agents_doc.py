@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents import test_codex, test_opencode, test_qwen_code
+from tests.agents import test_claude_agent_sdk, test_claude_code, test_codex, test_opencode, test_qwen_code
 from tests.agents.report import DOCS, TABLE_END, TABLE_START, table
 
 pytestmark = pytest.mark.agents
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.agents
 
 def test_docs_agents_md_is_what_the_agents_do(tmp_path: Path) -> None:
     observations = []
-    for module in (test_codex, test_qwen_code, test_opencode):
+    for module in (test_claude_code, test_claude_agent_sdk, test_codex, test_qwen_code, test_opencode):
         folder = tmp_path / module.__name__.rsplit(".", 1)[1]
         folder.mkdir()
         observations.append(module.representative(folder))

@@ -11,6 +11,7 @@ import pytest
 
 from tests.agents.claude import ANSWER, CLAUDE_AGENT_SDK_VERSION, TASK, bash_episode, claude_env
 from tests.agents.harness import agent_env, check_episode, run_agent, tito_serve
+from tests.agents.report import Observation, observe
 from tests.agents.scripted_engine import ScriptedSglang
 
 pytestmark = pytest.mark.agents
@@ -19,6 +20,18 @@ QUERY = Path(__file__).with_name("sdk_query.py")
 
 def test_the_pinned_version_is_installed() -> None:
     assert version("claude-agent-sdk") == CLAUDE_AGENT_SDK_VERSION, "run `bash scripts/install_agents.sh`"
+
+
+def representative(tmp_path: Path) -> Observation:
+    """docs/agents.md's Claude Agent SDK row: `query` with the Bash tool allowed, its defaults (qwen3, linear)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ScriptedSglang("qwen3", bash_episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
+        run_agent([sys.executable, str(QUERY), TASK], workdir, env).check()
+        command = "query(TASK, ClaudeAgentOptions(allowed_tools=['Bash'])) (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)"
+        return observe("Claude Agent SDK", CLAUDE_AGENT_SDK_VERSION, command, tito, engine, session_id)
 
 
 @pytest.mark.parametrize(("family", "thinking", "trajectory"), [("qwen3", True, "linear"), ("glm47", False, "tree")])

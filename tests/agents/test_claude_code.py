@@ -21,6 +21,7 @@ from tests.agents.claude import (
     claude_env,
 )
 from tests.agents.harness import agent_env, check_episode, run_agent, tito_serve
+from tests.agents.report import Observation, observe
 from tests.agents.scripted_engine import ScriptedSglang
 
 pytestmark = pytest.mark.agents
@@ -31,6 +32,22 @@ RUNS = [("qwen3", True, "linear"), ("qwen3", False, "tree"), ("glm47", True, "tr
 def test_the_pinned_version_is_installed() -> None:
     done = run_agent([str(claude()), "--version"], Path.cwd(), {"HOME": "/nonexistent"})
     assert done.stdout.startswith(CLAUDE_CODE_VERSION), done.stdout
+
+
+HEADLESS = "claude -p TASK --output-format json --allowedTools Bash (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY)"
+
+
+def representative(tmp_path: Path) -> Observation:
+    """docs/agents.md's Claude Code row: the Bash episode headless on its defaults (qwen3, linear)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ScriptedSglang("qwen3", bash_episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session()
+        env = agent_env(tmp_path / "home", claude_env(tito.base_url(session_id), thinking=True))
+        run_agent(
+            [str(claude()), "-p", TASK, "--output-format", "json", "--allowedTools", "Bash"], workdir, env
+        ).check()
+        return observe("Claude Code", CLAUDE_CODE_VERSION, HEADLESS, tito, engine, session_id)
 
 
 @pytest.mark.parametrize(("family", "thinking", "trajectory"), RUNS)
