@@ -1,7 +1,7 @@
 """docs/agents.md, generated from what the real agents did: one row per agent from one representative run (family
 qwen3, the agent's default configuration, a linear session, a tool episode): what it sent tito (read back from the
 session's committed turns: dialect, the first request's roles, its tools, the thinking switch, what the edge left
-out) and what tito kept (samples, trained ids of the sampled ones).
+out) and what tito kept (samples and the conversation kind of each, trained ids of the sampled ones).
 
 `tests/agents/test_agents_doc.py` rewrites the table with `TITO_WRITE_DOCS=1` and fails when it is stale.
 """
@@ -68,9 +68,10 @@ def row(observation: Observation) -> str:
     if metadata.get("hosted_tools"):
         sends += f"; hosted tools left out: {', '.join(metadata['hosted_tools'])}"
     trained = sum(sum(sample["loss_mask"]) for sample in observation.samples)
+    kinds = ", ".join(sorted(str((sample.get("conversation") or {}).get("kind")) for sample in observation.samples))
     keeps = (
         f"{observation.requests} requests, {observation.generations} generations -> {len(observation.samples)} "
-        f"sample(s), {trained} of {observation.sampled_ids} sampled ids trained"
+        f"sample(s) ({kinds}), {trained} of {observation.sampled_ids} sampled ids trained"
     )
     return f"| {observation.agent} | {observation.version} | `{observation.command}` | {sends} | {keeps} |"
 
