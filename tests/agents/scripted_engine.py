@@ -40,6 +40,8 @@ class Generation:
     prompt: str
     output_ids: list[int]
     aborted: bool = False
+    json_schema: str | None = None
+    """`sampling_params.json_schema`: the structured output tito asked the engine to constrain decoding to."""
 
 
 @dataclass
@@ -149,6 +151,7 @@ class ScriptedSglang:
             body = await request.json()
             rid = body["rid"]
             generation, ids = self._reply_ids(body["input_ids"], body["sampling_params"]["max_new_tokens"])
+            generation.json_schema = body["sampling_params"].get("json_schema")
             finish_type = "length" if len(ids) == body["sampling_params"]["max_new_tokens"] else "stop"
 
             def event(count: int, last: bool) -> dict[str, Any]:

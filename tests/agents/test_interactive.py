@@ -49,6 +49,7 @@ def test_two_prompts_with_their_title_requests_lose_nothing(tmp_path: Path, work
         assert (workdir / "out.txt").read_text() == "tito again", "the Bash tool ran in the agent's directory"
         titles = [generation for generation in engine.sampled() if '"name": "Bash"' not in generation.prompt]
         assert titles, "interactive Claude Code asks for a title"
+        assert all(title.json_schema and "title" in title.json_schema for title in titles), "as structured output"
         assert len(engine.sampled()) == 4 + len(titles)
         samples = check_episode(tito, engine, session_id)
         assert len(samples) == 1 + len(titles), "the main conversation is one sample, each title its own"
