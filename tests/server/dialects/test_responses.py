@@ -396,3 +396,15 @@ def test_text_format_is_the_engines_constrained_decoding(server: Server) -> None
         assert server.engine.requests[-1].sampling.json_schema == '{"type":"object"}'
     finally:
         inner._info = capable
+
+
+def test_a_tool_choice_naming_a_dropped_hosted_tool_leaves_the_choice_to_the_model(server: Server) -> None:
+    session_id = server.new_session()
+    body = {
+        "input": "hi",
+        "tools": [{"type": "web_search_2025_08_26"}],
+        "tool_choice": {"type": "web_search_2025_08_26"},
+    }
+    assert server.http.post(f"/sessions/{session_id}/v1/responses", json=body).status_code == 200
+    turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+    assert turn.metadata["hosted_tools"] == ["web_search_2025_08_26"] and not turn.tools
