@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -39,12 +39,6 @@ NO_NETWORK_ENV = {
     "IS_SANDBOX": "1",
     # Codex, Qwen Code, opencode (33c's agents) set their own in their tests.
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def installed(path: Path) -> Path:
@@ -114,17 +108,28 @@ class Tito:
         return list(response.json()["samples"])
 
 
+ANNOUNCED = re.compile(r"agents use base_url http://127\.0\.0\.1:(\d+)/")
+
+
 @contextmanager
 def tito_serve(engine: ScriptedSglang, family: str, log: Path, *args: str) -> Iterator[Tito]:
-    """`python -m tito serve --engine sglang` on a free loopback port, stopped (SIGTERM) when the block ends."""
-    port = free_port()
+    """`python -m tito serve --engine sglang` on a port the OS picks (`--port 0`, read back from the line tito prints
+    once bound: no other process can hold it), stopped (SIGTERM) when the block ends."""
     command = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", "sglang", "--engine-url",
-               engine.url, "--host", "127.0.0.1", "--port", str(port), "--log-level", "info", *args]  # fmt: skip
+               engine.url, "--host", "127.0.0.1", "--port", "0", "--log-level", "info", *args]  # fmt: skip
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env={**os.environ})
-    tito = Tito(f"http://127.0.0.1:{port}", log, process)
+    tito: Tito | None = None
     try:
         deadline = time.monotonic() + 60
+        while tito is None:
+            announced = ANNOUNCED.search(log.read_text(errors="replace"))
+            if announced:
+                tito = Tito(f"http://127.0.0.1:{announced.group(1)}", log, process)
+            elif process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"tito serve did not start:\n{log.read_text()}")
+            else:
+                time.sleep(0.1)
         while True:
             try:
                 if tito.http.get("/ready").status_code == 200:
@@ -136,7 +141,8 @@ def tito_serve(engine: ScriptedSglang, family: str, log: Path, *args: str) -> It
             time.sleep(0.1)
         yield tito
     finally:
-        tito.http.close()
+        if tito is not None:
+            tito.http.close()
         if process.poll() is None:
             process.terminate()
             try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -110,11 +109,9 @@ class ScriptedSglang:
         self.generations: list[Generation] = []
         self.errors: list[str] = []
         self._aborted: set[str] = set()
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self._app(), host="127.0.0.1", port=self.port, log_level="warning")
+        self.url = ""
+        """Set once serving: the OS picks the port (no other process can hold it)."""
+        config = uvicorn.Config(self._app(), host="127.0.0.1", port=0, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -124,6 +121,8 @@ class ScriptedSglang:
         while not self._server.started:
             assert time.monotonic() < deadline, "the scripted engine did not start"
             time.sleep(0.01)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
         return self
 
     def __exit__(self, *exc: object) -> None:
