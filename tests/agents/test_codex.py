@@ -84,9 +84,10 @@ def completed(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e["item"] for e in events if e.get("type") == "item.completed" and e["item"]["type"] == kind]
 
 
-@pytest.mark.parametrize("family", ["qwen3", "qwen35"])
-@pytest.mark.parametrize("thinking", [True, False], ids=["thinking", "no-thinking"])
-@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+@pytest.mark.parametrize(
+    ("family", "thinking", "trajectory"),
+    [("qwen3", True, "linear"), ("qwen3", False, "tree"), ("qwen35", True, "tree"), ("qwen35", False, "linear")],
+)  # every family, thinking setting and trajectory kind, each pair of them once: the stage stays short
 def test_codex_runs_a_tool_episode_that_is_one_sample(
     family: str, thinking: bool, trajectory: str, tmp_path: Path
 ) -> None:

@@ -51,8 +51,7 @@ def opencode_project(tito: Tito, session_id: str, work: Path) -> None:
     (work / "opencode.json").write_text(json.dumps(config, indent=2))
 
 
-@pytest.mark.parametrize("family", ["qwen3", "qwen35"])
-@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+@pytest.mark.parametrize(("family", "trajectory"), [("qwen3", "linear"), ("qwen35", "tree")])
 def test_opencode_runs_a_tool_episode_and_its_title_request(family: str, trajectory: str, tmp_path: Path) -> None:
     with ScriptedSglang(family, episode) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
         session_id = tito.new_session(trajectory=trajectory)

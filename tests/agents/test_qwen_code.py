@@ -30,8 +30,7 @@ def episode(prompt: str) -> Message:
     return {"reasoning_content": "I should read the file.", "content": "", "tool_calls": [call]}
 
 
-@pytest.mark.parametrize("family", ["qwen3", "qwen35"])
-@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+@pytest.mark.parametrize(("family", "trajectory"), [("qwen3", "linear"), ("qwen35", "tree")])
 def test_qwen_code_runs_a_tool_episode_that_is_one_sample(family: str, trajectory: str, tmp_path: Path) -> None:
     with ScriptedSglang(family, episode) as engine, tito_serve(engine, family, tmp_path / "tito.log") as tito:
         session_id = tito.new_session(trajectory=trajectory)
