@@ -54,7 +54,7 @@ def test_a_shorter_request_names_its_first_changed_message_before_the_missing_on
 
 def test_role_gate_names_index_and_allowed_roles() -> None:
     sent = [*STORED, {"role": "tool", "content": "r", "tool_call_id": "c1"}, {"role": "user", "content": "u"}]
-    with pytest.raises(RoleNotAllowedError, match=r"message 3 has role 'user'.*allowed append roles: tool"):
+    with pytest.raises(RoleNotAllowedError, match=r"message 3: role 'user' is not supported.*roles: tool"):
         appended_messages(STORED, sent, ("tool",))
 
 

@@ -51,7 +51,7 @@ def test_allowed_roles_outside_the_append_roles_are_rejected_at_construction(qwe
 def test_appending_a_disallowed_role_names_the_message_and_role(qwen3_tokenizer: LocalTokenizer) -> None:
     tt = get_tito_tokenizer(qwen3_tokenizer, "qwen3", allowed_append_roles=["tool"])
     new = [*HISTORY, {"role": "user", "content": "more"}]
-    with pytest.raises(RoleNotAllowedError, match="message 3 has role 'user'") as error:
+    with pytest.raises(RoleNotAllowedError, match="message 3: role 'user' is not supported") as error:
         tt.tokenize_additional_messages(HISTORY, new)
     assert error.value.http_status == 400
 

@@ -252,6 +252,7 @@ def _serve(args: argparse.Namespace) -> int:
         trajectory=TrajectoryKind(args.trajectory),
         strict_append_only=args.strict_append_only,
         matcher=args.matcher,
+        hosted_tools=args.hosted_tools,
         max_nodes=args.max_nodes,
         sample_picker=args.sample_picker,
         sample_postprocessor=args.sample_postprocessor,
@@ -333,6 +334,10 @@ def _add_serve_command(commands: Any) -> None:
                        "frameworks drop or reformat: reasoning_content, re-serialised arguments, \"\" vs null "
                        "content, re-generated tool-call ids; docs/frameworks.md) or 'strict' "
                        "[Default: harness]")  # fmt: skip
+    serve.add_argument("--hosted-tools", choices=["drop", "refuse"], default="drop",
+                       help="OpenAI Responses' hosted tools (web_search, file_search, code_interpreter, mcp, ...; a "
+                       "model behind tito cannot call them): 'drop' leaves them out of the prompt and records them on "
+                       "the turn, 'refuse' answers 400 [Default: drop]")  # fmt: skip
     serve.add_argument("--strict-append-only", action="store_true",
                        help="tree sessions: refuse any branch (400 showing where the request diverged)")  # fmt: skip
     serve.add_argument("--max-nodes", type=int, metavar="N",

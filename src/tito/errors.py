@@ -119,7 +119,7 @@ class RoleNotAllowedError(TitoError, ValueError):
         self.role = role
         self.allowed = allowed
         super().__init__(
-            f"message {index} has role {role!r}, which this session does not allow to be appended "
+            f"message {index}: role {role!r} is not supported: this session does not allow it to be appended "
             f"(allowed append roles: {', '.join(allowed)})"
         )
 

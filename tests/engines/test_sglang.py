@@ -287,3 +287,12 @@ async def test_top_logprobs_ask_top_logprobs_num_and_read_output_top_logprobs_st
     expected = tuple(tuple(scripted_top_logprobs(token, i, 3)) for i, token in enumerate(expected_ids(4)))
     assert whole.top_logprobs == streamed.top_logprobs == expected
     assert plain.top_logprobs == () and engine.info.max_top_logprobs == 20
+
+
+def test_a_json_schema_is_sglangs_own_constrained_decoding() -> None:
+    from tito.engines.sglang import sampling_params
+
+    schema = '{"type": "object", "properties": {"title": {"type": "string"}}}'
+    assert sampling_params(SamplingParams(max_new_tokens=5, json_schema=schema))["json_schema"] == schema
+    assert "json_schema" not in sampling_params(SamplingParams(max_new_tokens=5))
+    assert SGLangEngine("http://127.0.0.1:9").info.structured_output

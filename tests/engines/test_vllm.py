@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from array import array
 
@@ -261,3 +262,15 @@ async def test_streamed_top_logprobs_equal_the_whole_replys(vllm_server: FakeSer
 def test_the_sampled_token_vllm_adds_to_the_top_k_is_dropped_when_it_is_not_among_them():
     choice = {"logprobs": {"top_logprobs": [{"token_id:5": -3.0, "token_id:7": -0.5, "token_id:9": -1.0}]}}
     assert completion_top_logprobs(choice, 2) == (((7, -0.5), (9, -1.0)),)
+
+
+def test_a_json_schema_is_vllms_own_structured_outputs_in_both_bodies() -> None:
+    from tito.engines.vllm import completions_body, generate_body
+
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}}
+    asked = GenerateRequest([1, 2], SamplingParams(max_new_tokens=5, json_schema=json.dumps(schema)), "r")
+    assert completions_body(asked, "m", stream=False)["structured_outputs"] == {"json": schema}
+    assert generate_body(asked, "m")["sampling_params"]["structured_outputs"] == {"json": schema}
+    plain = GenerateRequest([1, 2], SamplingParams(max_new_tokens=5), "r")
+    assert "structured_outputs" not in completions_body(plain, "m", stream=True)
+    assert VLLMEngine("http://127.0.0.1:9").info.structured_output

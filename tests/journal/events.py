@@ -31,6 +31,7 @@ def created(session_id: str, at: float = 1000.0, ttl_seconds: float | None = Non
         sample_picker="tito.trajectory.picking:drop_superseded_retries",
         sample_postprocessor="package.module:postprocess",
         matcher="harness",
+        hosted_tools="refuse",
     )
     return SessionCreated(session_id=session_id, config=config, at=at)
 

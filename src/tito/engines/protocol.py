@@ -96,6 +96,9 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     top_logprobs: int = 0
     """How many of the most likely ids (with logprobs) to return at each sampled position; 0: none."""
+    json_schema: str | None = None
+    """Constrained decoding: the sampled text is JSON valid under this JSON schema (its JSON text); only for an
+    engine whose `EngineInfo.structured_output` says it can (the server refuses the request otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,8 @@ class EngineInfo:
     logprob_semantics: LogprobSemantics
     max_top_logprobs: int = 0
     """The most `SamplingParams.top_logprobs` it can return per position (0: none)."""
+    structured_output: bool = False
+    """Whether it honours `SamplingParams.json_schema` (SGLang's and vLLM's own json-schema sampling)."""
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ session on one worker and its radix cache). Reply: `output_ids` (the matched sto
 "abort", ...}`, `prompt_tokens`, `cached_tokens`, `weight_version`. Streaming is SSE, cumulative by default
 (`--incremental-streaming-output` sends deltas); both are read. Run SGLang with that flag for long replies: a
 cumulative stream resends every id and logprob so far in each event, O(n^2) bytes over a reply.
+A json schema (structured output) goes as `sampling_params.json_schema` (SGLang's own constrained decoding).
 Logprobs are log softmax(logits / T): after temperature. `top_logprobs_num: k` (when the turn asks for top logprobs)
 adds `meta_info.output_top_logprobs`, per sampled position a list of `[logprob, id, text|null]`.
 Abort: `POST /abort_request {"rid"}`; SGLang aborts every rid that *starts with* it and ends the request with finish
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from tito.engines.http import HttpEngineClient, JsonObject, require
@@ -51,7 +53,9 @@ class SGLangEngine:
 
     def __init__(self, url: str, *, timeout: float = 600.0, model: str = "", max_context: int | None = None) -> None:
         self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
-        self._info = EngineInfo(ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE, MAX_TOP_LOGPROBS)
+        self._info = EngineInfo(
+            ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE, MAX_TOP_LOGPROBS, structured_output=True
+        )
 
     @property
     def info(self) -> EngineInfo:
@@ -98,9 +102,7 @@ class SGLangEngine:
         if not self._info.model:
             model_info = self._http.decode("/get_model_info", (await self._http.get("/get_model_info")).content)
             model = require(ENGINE, model_info, "model_path", "/get_model_info")
-            self._info = EngineInfo(
-                ENGINE, str(model), self._info.max_context, self._info.logprob_semantics, MAX_TOP_LOGPROBS
-            )
+            self._info = replace(self._info, model=str(model))
 
     async def abort(self, request_id: str) -> None:
         """Abort by rid (SGLang matches rids by prefix: an id that prefixes others aborts those too)."""
@@ -143,6 +145,8 @@ def sampling_params(sampling: SamplingParams) -> JsonObject:
         params["stop"] = list(sampling.stop)
     if sampling.seed is not None:
         params["sampling_seed"] = sampling.seed
+    if sampling.json_schema is not None:
+        params["json_schema"] = sampling.json_schema
     return params
 
 

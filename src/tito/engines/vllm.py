@@ -9,7 +9,8 @@ logprobs and `weight_versions` spans; it is used for the non-streaming call when
 vLLM's logprobs are taken before temperature (its default `--logprobs-mode raw_logprobs`). Top logprobs: `logprobs: k`
 gives the sampled token plus the k most likely at each position (`--max-logprobs`, default 20, bounds k); with
 `return_tokens_as_token_ids: true` their keys are `"token_id:N"` (token strings would collide), and the generate
-endpoint lists `{"token_id", "logprob", "rank"}` entries.
+endpoint lists `{"token_id", "logprob", "rank"}` entries. A json schema (structured output) goes as
+`structured_outputs: {"json": schema}` (vLLM's own constrained decoding), in both bodies.
 Abort: the completions API has none, but vLLM aborts a request whose client disconnects, so `abort` drops the
 connection and the call ends with finish ABORT (a stream keeps the ids received so far); the generate endpoint
 has `POST /inference/v1/abort_requests`.
@@ -20,6 +21,7 @@ Imports nothing from tito but engines.protocol, engines.http, engines.id_json an
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from typing import Any, Literal, TypeVar
@@ -120,7 +122,12 @@ class VLLMEngine:
     @property
     def info(self) -> EngineInfo:
         return EngineInfo(
-            ENGINE, self._model or "", self._max_context, LogprobSemantics.BEFORE_TEMPERATURE, MAX_TOP_LOGPROBS
+            ENGINE,
+            self._model or "",
+            self._max_context,
+            LogprobSemantics.BEFORE_TEMPERATURE,
+            MAX_TOP_LOGPROBS,
+            structured_output=True,
         )
 
     async def generate(self, request: GenerateRequest) -> Generation:
@@ -294,6 +301,8 @@ def sampling_fields(sampling: SamplingParams) -> JsonObject:
         fields["stop"] = list(sampling.stop)
     if sampling.seed is not None:
         fields["seed"] = sampling.seed
+    if sampling.json_schema is not None:
+        fields["structured_outputs"] = {"json": json.loads(sampling.json_schema)}
     return fields
 
 

@@ -171,6 +171,7 @@ def _config_to_json(config: SessionConfig) -> dict[str, Any]:
         "sample_postprocessor": config.sample_postprocessor,
         "matcher": config.matcher,
         "group_id": config.group_id,
+        "hosted_tools": config.hosted_tools,
     }
 
 
@@ -187,6 +188,7 @@ def _config_from_json(data: dict[str, Any]) -> SessionConfig:
         sample_postprocessor=data["sample_postprocessor"],
         matcher=data.get("matcher", "strict"),  # absent in journals written before policies existed: strict then
         group_id=data.get("group_id"),  # absent in journals written before sessions had groups
+        hosted_tools=data.get("hosted_tools", "drop"),  # absent in journals written before: dropped then
     )
 
 

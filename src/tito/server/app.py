@@ -168,6 +168,7 @@ def create_app(state: ServerState) -> FastAPI:
             sample_postprocessor=options.sample_postprocessor,
             ttl_seconds=_at_most(asked.ttl_seconds, options.session_ttl),
             group_id=asked.group_id,
+            hosted_tools=asked.hosted_tools or options.hosted_tools,
         )
         state.tokenizers.get(config.chat_template_kwargs, None, config.allowed_append_roles)  # refuse bad config now
         session = await registry.create(config, request.headers.get(SESSION_ID_HEADER))
@@ -194,12 +195,12 @@ def create_app(state: ServerState) -> FastAPI:
             return streamed_reply(state, chat, prepared, request.receive, started)
         if isinstance(prepared, TurnCommitted):
             stored = choice_logprobs(chat, tokenizer, prepared.output_ids, prepared.output_logprobs)
-            return json_response(reply_body(prepared, state.model_name, stored))
+            return json_response(reply_body(prepared, state.reply_model(chat.model), stored))
         completed = await complete_turn(state, prepared, request.receive, started)
         final, generation = completed.turn, completed.generation
         tops = generation.top_logprobs if final.output_ids == generation.output_ids else ()
         logprobs = choice_logprobs(chat, tokenizer, final.output_ids, final.output_logprobs, tops)
-        return json_response(reply_body(final, state.model_name, logprobs))
+        return json_response(reply_body(final, state.reply_model(chat.model), logprobs))
 
     register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 from starlette.types import Receive
 
@@ -190,7 +191,33 @@ def sampling_params(
         frequency_penalty=request.frequency_penalty or 0.0,
         repetition_penalty=1.0 if request.repetition_penalty is None else request.repetition_penalty,
         top_logprobs=requested_top_logprobs(request, state.engine.info),
+        json_schema=response_schema(request.response_format, state.engine.info),
     )
+
+
+def response_schema(response_format: Any, engine: EngineInfo) -> str | None:
+    """The JSON schema a `response_format` (every dialect's structured output, translated) constrains decoding to, as
+    JSON text; None for plain text. An engine that cannot constrain decoding refuses it: never silence."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        schema: Any = {"type": "object"}
+    elif kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise BadRequestError("response_format.json_schema.schema: required, a JSON schema object")
+    else:
+        raise BadRequestError(f"response_format.type: must be text, json_object or json_schema, not {kind!r}")
+    if not engine.structured_output:
+        raise BadRequestError(
+            f"structured output ({kind}) needs constrained decoding, which the {engine.name} engine does not do "
+            "(tito serve --engine sglang or vllm do)"
+        )
+    return orjson.dumps(schema).decode()
 
 
 def engine_request(prepared: PreparedTurn) -> GenerateRequest:

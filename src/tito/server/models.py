@@ -120,6 +120,9 @@ class ChatCompletionRequest(RequestModel):
     repetition_penalty: Annotated[float, Field(gt=0.0, le=100.0)] | None = None
     n: Annotated[int, Within(1, INT32_MAX)] | None = None
     stream: bool | None = None
+    response_format: dict[str, Any] | None = None
+    """Structured output: `{"type": "json_schema", "json_schema": {"schema"}}` or `json_object` is the engine's
+    constrained decoding (`server.completions.response_schema`); `text` is none."""
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
     top_logprobs: Annotated[int, Within(0, 20)] | None = None
@@ -147,6 +150,8 @@ class SessionRequest(RequestModel):
     """How a resent conversation must match the stored one (`tito.matching`); None: the server's `--matcher`."""
     group_id: str | None = Field(default=None, min_length=1)
     """Carried on every sample of the session (GRPO groups one prompt's sessions); the samples body may set it."""
+    hosted_tools: Literal["drop", "refuse"] | None = None
+    """What a Responses request's hosted tools (`web_search`, ...) get; None: the server's `--hosted-tools`."""
 
 
 class SamplesRequest(RequestModel):

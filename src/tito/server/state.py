@@ -53,6 +53,9 @@ class ServerOptions:
     """Tree sessions' default: refuse any branch (400) instead of growing one."""
     matcher: str = "harness"
     """The matching policy of a session whose `POST /sessions` names none (`tito.matching.MATCHING_POLICIES`)."""
+    hosted_tools: str = "drop"
+    """What hosted tools in a Responses request get in a session whose `POST /sessions` names none: `drop` (left
+    out of the prompt, recorded on the turn) or `refuse` (a 400)."""
     max_nodes: int | None = None
     """Tree sessions' default node limit; None: no limit."""
     sample_picker: str | None = None
@@ -96,3 +99,8 @@ class ServerState:
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
         self.model_name = options.model_name or engine.info.model
+
+    def reply_model(self, requested: str | None) -> str:
+        """The `model` a reply names: the one the request asked for (clients such as Claude Code compare it with
+        what they asked and drop their thinking blocks on resend when it differs), else the served model's."""
+        return requested or self.model_name

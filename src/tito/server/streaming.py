@@ -242,7 +242,7 @@ def streamed_reply(
 ) -> SseResponse:
     """The SSE reply of a `stream: true` request: the turn streamed, or a committed turn (an SDK retry) again."""
     if isinstance(prepared, TurnCommitted):
-        encoder = ChatStreamEncoder(state.model_name, chat, state.tokenizers.tokenizer, prepared)
+        encoder = ChatStreamEncoder(state.reply_model(chat.model), chat, state.tokenizers.tokenizer, prepared)
         return SseResponse(replay_committed(prepared, encoder))
     return SseResponse(stream_turn(state, prepared, receive, started))
 
@@ -255,7 +255,7 @@ async def stream_turn(
     arrived."""
     request = prepared.request
     if encoder is None:
-        encoder = ChatStreamEncoder(state.model_name, request, prepared.tito_tokenizer.tokenizer)
+        encoder = ChatStreamEncoder(state.reply_model(request.model), request, prepared.tito_tokenizer.tokenizer)
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
     yield encoder.opening()

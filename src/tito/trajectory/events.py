@@ -48,6 +48,9 @@ class SessionConfig:
     `harness` (what agent frameworks drop or reformat still attaches). `tito serve` defaults to `harness`."""
     group_id: str | None = None
     """Carried on every sample (GRPO-style trainers group one prompt's sessions by it); None: no group."""
+    hosted_tools: str = "drop"
+    """What a Responses request's hosted tools (`web_search`, ...; a model behind tito cannot call them) get: `drop`
+    (left out of the prompt, recorded on the turn) or `refuse` (a 400)."""
 
 
 @dataclass(frozen=True)

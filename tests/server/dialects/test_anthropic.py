@@ -386,3 +386,147 @@ def test_a_journaled_servers_signatures_survive_a_restart(qwen3_tokenizer: Local
         messages += [{"role": "assistant", "content": reordered(blocks(first))}, {"role": "user", "content": [result]}]
         claude(after, session_id).messages.create(model="m", max_tokens=200, messages=messages, tools=TOOLS)
         assert len(turns_of(after, session_id)) == 2 and len(samples_of(after, session_id)) == 1
+
+
+MID_CONVERSATION = [
+    {"role": "user", "content": QUESTION},
+    {"role": "system", "content": [{"type": "text", "text": "Available agent types: general-purpose"}]},
+]
+
+
+def test_a_system_message_inside_messages_is_rendered_at_its_place(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    """Claude Code's newer models send `messages[1] = {"role": "system", ...}` (beta mid-conversation-system)."""
+    session_id = server.new_session()
+    reply = claude(server, session_id).messages.create(
+        model="claude-opus-4-8", max_tokens=50, system="You are a coding agent.", messages=MID_CONVERSATION
+    )
+    assert reply.stop_reason == "end_turn"
+    prompt = qwen3_tokenizer.decode(server.engine.requests[-1].prompt_ids)
+    at = [prompt.index(text) for text in ("You are a coding agent.", QUESTION, "Available agent types")]
+    assert at == sorted(at) and "<|im_start|>system\nAvailable agent types: general-purpose<|im_end|>" in prompt
+    turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+    assert [message["role"] for message in turn.request_messages] == ["system", "user", "system"]
+
+
+def test_a_session_that_refuses_system_appends_says_the_role_is_not_supported(server: Server) -> None:
+    """The words Claude Code's fallback looks for ("not supported" with "role 'system'"), so it resends without
+    mid-conversation system messages."""
+    session_id = server.new_session(allowed_append_roles=["user", "tool"])
+    response = server.http.post(
+        f"/sessions/{session_id}/v1/messages", json={"max_tokens": 10, "messages": MID_CONVERSATION}
+    )
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert "role 'system' is not supported" in message and "allowed append roles: user, tool" in message
+    assert turns_of(server, session_id) == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_replies_name_the_model_the_request_asked_for(server: Server, stream: bool) -> None:
+    """With `"model": ""` Claude Code drops its thinking blocks on resend; the asked model is echoed in every
+    dialect."""
+    session_id = server.new_session()
+    hi = [{"role": "user", "content": "hi"}]
+    if stream:
+        with claude(server, session_id).messages.stream(model="claude-opus-4-8", max_tokens=20, messages=hi) as events:
+            assert events.get_final_message().model == "claude-opus-4-8"
+        chunks = chat(server, server.new_session()).chat.completions.create(model="qwen-x", messages=hi, stream=True)  # type: ignore[arg-type]
+        assert {chunk.model for chunk in chunks} == {"qwen-x"}
+    else:
+        reply = claude(server, session_id).messages.create(model="claude-opus-4-8", max_tokens=20, messages=hi)
+        assert reply.model == "claude-opus-4-8"
+        completion = chat(server, server.new_session()).chat.completions.create(model="qwen-x", messages=hi)  # type: ignore[arg-type]
+        assert completion.model == "qwen-x"
+    nameless = server.http.post(
+        f"/sessions/{server.new_session()}/v1/messages", json={"max_tokens": 20, "messages": hi}
+    )
+    assert nameless.json()["model"] == server.state.model_name  # none asked: the served model's name
+
+
+def test_head_on_the_session_base_url_is_the_probe_claude_code_sends(server: Server) -> None:
+    session_id = server.new_session()
+    assert server.http.head(f"/sessions/{session_id}").status_code == 200
+    assert server.http.head(f"/sessions/{session_id}/v1").status_code == 200
+    assert server.http.head(f"/sessions/{session_id}/api/hello").status_code == 200
+    assert server.http.head("/sessions/no-such-session").status_code == 404
+
+
+TITLE_FORMAT = {
+    "type": "json_schema",
+    "schema": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+}
+
+
+def test_structured_output_is_the_engines_constrained_decoding_and_is_recorded(server: Server) -> None:
+    """Claude Code's title request asks for `output_config.format` json_schema: the engine gets the schema."""
+    inner = server.engine.inner
+    capable, inner._info = inner._info, replace(inner._info, structured_output=True)
+    try:
+        session_id = server.new_session()
+        body = {
+            "max_tokens": 50,
+            "messages": [{"role": "user", "content": "hi"}],
+            "output_config": {"format": TITLE_FORMAT},
+        }
+        response = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+        assert response.status_code == 200, response.text
+        schema = server.engine.requests[-1].sampling.json_schema
+        assert schema is not None and orjson.loads(schema) == TITLE_FORMAT["schema"]
+        turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+        assert orjson.loads(turn.metadata["sampling"]["json_schema"]) == TITLE_FORMAT["schema"]
+        chat_body = {"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}
+        assert (
+            server.http.post(
+                server.chat_url(server.new_session())[len(server.url) :] + "/chat/completions", json=chat_body
+            ).status_code
+            == 200
+        )
+        assert server.engine.requests[-1].sampling.json_schema == '{"type":"object"}'
+    finally:
+        inner._info = capable
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 9,
+                "messages": [{"role": "user", "content": "hi"}],
+                "output_config": {"format": TITLE_FORMAT},
+            },
+        ),
+        (
+            "/v1/chat/completions",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "t", "schema": TITLE_FORMAT["schema"]},
+                },
+            },
+        ),
+    ],
+)
+def test_structured_output_on_an_engine_that_cannot_constrain_decoding_is_a_400(
+    server: Server, path: str, body: dict[str, Any]
+) -> None:
+    session_id = server.new_session()
+    response = server.http.post(f"/sessions/{session_id}{path}", json=body)
+    assert response.status_code == 400, response.text
+    assert "structured output (json_schema) needs constrained decoding" in response.text and "instant" in response.text
+    assert turns_of(server, session_id) == []
+
+
+def test_a_malformed_output_format_names_the_field(server: Server) -> None:
+    session_id = server.new_session()
+    body = {
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": "hi"}],
+        "output_config": {"format": {"type": "xml"}},
+    }
+    response = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+    assert response.status_code == 400 and "output_config.format.type" in response.json()["error"]["message"]

@@ -173,7 +173,8 @@ def test_the_dialects_thinking_settings_are_the_familys_thinking_switch(family: 
     with serve_in_thread(create_app(state)) as url:
         http = openai.OpenAI(base_url=url, api_key="-")
         recorded: list[Any] = []
-        for dialect, setting in [("anthropic", False), ("anthropic", True), ("responses", False), ("responses", True)]:
+        settings = [("anthropic", False), ("anthropic", True), ("responses", False), ("responses", True)]
+        for dialect, setting in [*settings, ("responses", None)]:
             session_id = str(http.post("/sessions", cast_to=dict)["session_id"])
             if dialect == "anthropic":
                 claude = anthropic.Anthropic(base_url=f"{url}/sessions/{session_id}", api_key="-", max_retries=0)
@@ -181,7 +182,8 @@ def test_the_dialects_thinking_settings_are_the_familys_thinking_switch(family: 
                 claude.messages.create(model="m", max_tokens=20, messages=question, thinking=thinking)
             else:
                 responses = openai.OpenAI(base_url=f"{url}/sessions/{session_id}/v1", api_key="-").responses
-                responses.create(model="m", input=question, reasoning={"effort": "high" if setting else "none"})
+                effort: Any = {"summary": "auto"} if setting is None else {"effort": "high" if setting else "none"}
+                responses.create(model="m", input=question, reasoning=effort)
             turn = state.registry.get(session_id).trajectory.store.get(0).turn
             recorded.append(turn.metadata["chat_template_kwargs"][switch])
-    assert recorded == [False, True, False, True]
+    assert recorded == [False, True, False, True, True]  # a reasoning object without an effort (Codex's): on

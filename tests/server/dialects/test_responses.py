@@ -6,6 +6,7 @@ stream, a signed round trip, and a session that mixes all three dialects.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -225,9 +226,15 @@ def test_previous_response_id_continues_a_stored_response_or_is_a_400(
             {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
             "input[0].content[0].type",
         ),
-        ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"input": "hi", "tools": [{"type": "custom", "name": "apply_patch"}]}, "tools[0].type"),
+        (
+            {"input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "custom"}]}]},
+            "tools[0].tools[0].type",
+        ),
         ({"input": "hi", "background": True}, "background"),
-        ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}}, "text.format.type"),
+        ({"input": "hi", "text": {"format": {"type": "grammar", "grammar": "x"}}}, "text.format.type"),
+        ({"input": "hi", "text": {"format": {"type": "json_schema", "name": "n"}}}, "text.format.schema"),
+        ({"input": "hi", "text": {"format": {"type": "json_object"}}}, "constrained decoding"),
         ({"input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
     ],
 )
@@ -283,3 +290,121 @@ def test_a_session_may_mix_dialects(server: Server, qwen3_tokenizer: LocalTokeni
     assert len(samples_of(server, session_id)) == 1
     dialects = [node.turn.metadata.get("dialect") for node in server.state.registry.get(session_id).trajectory.store]
     assert dialects == ["anthropic", None, "responses"]
+
+
+SPAWN = (
+    "<think>\nA helper should look.\n</think>\n\n<tool_call>\n"
+    '{"name": "spawn_agent", "arguments": {"message": "List the files."}}\n'
+    "</tool_call><|im_end|>"
+)
+CODEX_TOOLS: Any = [
+    {"type": "function", "name": "exec_command", "description": "Run a command.", "parameters": {"type": "object"}},
+    {
+        "type": "namespace",
+        "name": "multi_agent_v1",
+        "description": "Sub-agents.",
+        "tools": [
+            {"type": "function", "name": "spawn_agent", "description": "Spawn one.", "parameters": {"type": "object"}},
+            {"type": "function", "name": "wait_agent", "description": "Wait.", "parameters": {"type": "object"}},
+        ],
+    },
+    {"type": "web_search", "external_web_access": True},
+]
+"""Codex's default tools in small: a function, its sub-agent functions grouped in a namespace, a hosted tool."""
+
+
+def codex_turn(server: Server, session_id: str, items: list[Any]) -> list[dict[str, Any]]:
+    """One streamed turn as Codex sends it (`store: false`, `reasoning` without an effort); the output items."""
+    body = {"model": "m", "input": items, "tools": CODEX_TOOLS, "reasoning": {"summary": "auto"}, "store": False}
+    with client(server, session_id).responses.stream(**body) as stream:
+        events = list(stream)
+        response = stream.get_final_response()
+    added = [event.item.model_dump(exclude_none=True) for event in events if event.type == "response.output_item.added"]
+    assert [item["type"] for item in added] == [item.type for item in response.output]
+    return [*items_of(response), *({"added": item} for item in added if item["type"] == "function_call")]
+
+
+def test_namespace_tools_are_flattened_and_a_call_to_one_comes_back_with_its_namespace(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, SPAWN), ids_of(qwen3_tokenizer, ANSWER))
+    session_id = server.new_session(matcher=STRICT)
+    items: list[Any] = [{"role": "user", "content": QUESTION}]
+    *output, streamed = codex_turn(server, session_id, items)
+    call = output[-1]
+    assert (call["type"], call["name"], call["namespace"]) == ("function_call", "spawn_agent", "multi_agent_v1")
+    assert streamed["added"]["namespace"] == "multi_agent_v1"  # already on the streamed item when it opens
+    prompt = qwen3_tokenizer.decode(server.engine.requests[-1].prompt_ids)
+    assert '"name": "spawn_agent"' in prompt and '"name": "exec_command"' in prompt and "web_search" not in prompt
+
+    items += [*output, {"type": "function_call_output", "call_id": call["call_id"], "output": "agent 7 spawned"}]
+    codex_turn(server, session_id, items)
+    assert len(samples_of(server, session_id)) == 1
+    store = server.state.registry.get(session_id).trajectory.store
+    assert [node.turn.metadata["hosted_tools"] for node in store] == [["web_search"], ["web_search"]]
+
+    server.engine.queue(ids_of(qwen3_tokenizer, SPAWN))
+    whole = client(server, server.new_session()).responses.create(model="m", input=QUESTION, tools=CODEX_TOOLS)
+    assert whole.output[-1].model_dump(exclude_none=True) == {**call, "id": whole.output[-1].id}
+
+
+def test_a_resent_call_must_name_the_namespace_its_function_was_declared_in(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    server.engine.queue(ids_of(qwen3_tokenizer, SPAWN))
+    session_id = server.new_session()
+    items: list[Any] = [{"role": "user", "content": QUESTION}]
+    *output, _ = codex_turn(server, session_id, items)
+    output[-1]["namespace"] = "other"
+    body = {"input": [*items, *output], "tools": CODEX_TOOLS, "store": False}
+    response = server.http.post(f"/sessions/{session_id}/v1/responses", json=body)
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"input[{len(body['input']) - 1}].namespace: 'other'") and "'multi_agent_v1'" in message
+    assert len(turns_of(server, session_id)) == 1
+
+
+def test_a_session_that_refuses_hosted_tools_answers_400_naming_the_tool(server: Server) -> None:
+    session_id = server.new_session(hosted_tools="refuse")
+    response = server.http.post(f"/sessions/{session_id}/v1/responses", json={"input": "hi", "tools": CODEX_TOOLS})
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("tools[2].type: 'web_search' is a hosted tool")
+    assert turns_of(server, session_id) == []
+    assert server.http.post("/sessions", json={"hosted_tools": "keep"}).status_code == 400
+
+
+def test_the_server_option_sets_what_hosted_tools_get(serve: Any) -> None:
+    refusing = serve(hosted_tools="refuse")
+    session_id = refusing.new_session()
+    body = {"input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["v"]}]}
+    assert refusing.http.post(f"/sessions/{session_id}/v1/responses", json=body).status_code == 400
+    dropping = refusing.new_session(hosted_tools="drop")
+    assert refusing.http.post(f"/sessions/{dropping}/v1/responses", json=body).status_code == 200
+
+
+def test_text_format_is_the_engines_constrained_decoding(server: Server) -> None:
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    inner = server.engine.inner
+    capable, inner._info = inner._info, replace(inner._info, structured_output=True)
+    try:
+        text: Any = {"format": {"type": "json_schema", "name": "title", "schema": schema, "strict": True}}
+        client(server, server.new_session()).responses.create(model="m", input=QUESTION, text=text)
+        assert orjson.loads(server.engine.requests[-1].sampling.json_schema or "null") == schema
+        client(server, server.new_session()).responses.create(
+            model="m", input=QUESTION, text={"format": {"type": "json_object"}}
+        )
+        assert server.engine.requests[-1].sampling.json_schema == '{"type":"object"}'
+    finally:
+        inner._info = capable
+
+
+def test_a_tool_choice_naming_a_dropped_hosted_tool_leaves_the_choice_to_the_model(server: Server) -> None:
+    session_id = server.new_session()
+    body = {
+        "input": "hi",
+        "tools": [{"type": "web_search_2025_08_26"}],
+        "tool_choice": {"type": "web_search_2025_08_26"},
+    }
+    assert server.http.post(f"/sessions/{session_id}/v1/responses", json=body).status_code == 200
+    turn = server.state.registry.get(session_id).trajectory.store.get(0).turn
+    assert turn.metadata["hosted_tools"] == ["web_search_2025_08_26"] and not turn.tools

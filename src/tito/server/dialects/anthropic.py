@@ -1,12 +1,16 @@
 """Anthropic Messages at the edge: its request as the internal chat request, a committed turn as its `message`.
 
-Request: `system` (string or text blocks) -> a system message; a user message's `text` blocks -> a user message,
-its `tool_result` blocks -> tool messages (`tool_use_id` -> `tool_call_id`); an assistant message's `thinking`
-blocks -> `reasoning_content`, `text` -> `content`, `tool_use` -> `tool_calls` (`input` as JSON text). A thinking
-block whose `signature` verifies (server.dialects.signing) names the stored turn, whose message then stands for
-the resent one when they agree (server.dialects.edge). `thinking: {type}` is the family's thinking switch;
-`stop_sequences` are stop strings; `tool_choice` is passed on as chat completions' (which, like it, tito does not
-enforce). Images, documents, server tools and MCP servers are a 400 naming the field.
+Request: `system` (string or text blocks) -> a system message, and so is a `system` message inside `messages` (the
+beta `mid-conversation-system-2026-04-07`), at its place (a session whose allowed append roles exclude `system`
+refuses it with "role 'system' is not supported", the words Claude Code's fallback to older requests looks for); a
+user message's `text` blocks -> a user message, its `tool_result` blocks -> tool messages (`tool_use_id` ->
+`tool_call_id`); an assistant message's `thinking` blocks -> `reasoning_content`, `text` -> `content`, `tool_use` ->
+`tool_calls` (`input` as JSON text). A thinking block whose `signature` verifies (server.dialects.signing) names the
+stored turn, whose message then stands for the resent one when they agree (server.dialects.edge). `thinking: {type}`
+is the family's thinking switch; `stop_sequences` are stop strings; `output_config.format` (structured output) is
+the engine's constrained decoding (server.completions.response_schema); `tool_choice` is passed on as chat
+completions' (which, like it, tito does not enforce). Images, documents, server tools and MCP servers are a 400
+naming the field.
 
 Reply: content blocks built from the assistant message's deltas by `Blocks`, the same code the stream encoder
 (server.dialects.anthropic_stream) runs on the engine's deltas, so a stream adds up to the whole reply: `thinking`
@@ -79,6 +83,8 @@ class AnthropicRequest(RequestModel):
     metadata: JsonObject | None = None
     thinking: JsonObject | None = None
     stream: bool | None = None
+    output_config: JsonObject | None = None
+    """`format` (structured output, a json_schema) is the engine's constrained decoding; `effort` is not sampled."""
 
 
 def parse_request(body: bytes, needs_max_tokens: bool = True) -> AnthropicRequest:
@@ -109,8 +115,10 @@ def chat_request(
             messages.extend(_user_messages(where, content))
         elif role == "assistant":
             messages.append(_assistant_message(where, content, session, signer))
+        elif role == "system":  # a mid-conversation system message (beta `mid-conversation-system-2026-04-07`)
+            messages.append({"role": "system", "content": _system_text(content, f"{where}.content") or ""})
         else:
-            raise BadRequestError(f"{where}.role: must be 'user' or 'assistant', not {role!r}")
+            raise BadRequestError(f"{where}.role: must be 'user', 'assistant' or 'system', not {role!r}")
     body: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_tokens,
@@ -124,17 +132,20 @@ def chat_request(
         body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice)
+    output_format = (request.output_config or {}).get("format")
+    if output_format is not None:
+        body["response_format"] = _response_format(output_format)
     try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:
         raise validation_error(exc, "request (translated to a chat request)") from None
 
 
-def _system_text(system: str | list[dict[str, Any]] | None) -> str | None:
-    """The system prompt; an empty one is none (no system message is rendered)."""
+def _system_text(system: Any, where: str = "system") -> str | None:
+    """The system prompt (or a system message's content); an empty one is none (no system message is rendered)."""
     if system is None or isinstance(system, str):
         return system or None
-    return "".join(_text_of(f"system[{index}]", block) for index, block in enumerate(system)) or None
+    return "".join(_text_of(f"{where}[{index}]", block) for index, block in enumerate(_blocks(where, system))) or None
 
 
 def _text_of(where: str, block: Any) -> str:
@@ -249,6 +260,16 @@ def _chat_tool_choice(choice: dict[str, Any]) -> Any:
     if kind == "tool" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
     raise BadRequestError(f"tool_choice.type: must be auto, any, tool (with a name) or none, not {kind!r}")
+
+
+def _response_format(output_format: Any) -> dict[str, Any]:
+    """`output_config.format` (`{"type": "json_schema", "schema"}`) as chat completions' `response_format`."""
+    kind = output_format.get("type") if isinstance(output_format, dict) else None
+    if kind != "json_schema":
+        raise BadRequestError(f"output_config.format.type: must be json_schema, not {kind!r}")
+    if not isinstance(output_format.get("schema"), dict):
+        raise BadRequestError("output_config.format.schema: required, a JSON schema object")
+    return {"type": "json_schema", "json_schema": {"name": "output", "schema": output_format["schema"]}}
 
 
 def _thinking_enabled(thinking: dict[str, Any] | None) -> bool | None:

@@ -102,10 +102,14 @@ def thinking_kwargs(family: Family, enabled: bool | None) -> dict[str, Any] | No
     return {family.thinking_kwarg: enabled}
 
 
-def labeller(response_id: str, dialect: str) -> Callable[[TurnCommitted], TurnCommitted]:
-    """What a dialect's turn is recorded with: its response id and `metadata["dialect"]`."""
+def labeller(
+    response_id: str, dialect: str, recorded: Mapping[str, Any] | None = None
+) -> Callable[[TurnCommitted], TurnCommitted]:
+    """What a dialect's turn is recorded with: its response id, `metadata["dialect"]` and what the edge `recorded`
+    of the request that the prompt leaves out (e.g. hosted tools)."""
 
     def label(turn: TurnCommitted) -> TurnCommitted:
-        return replace(turn, response_id=response_id, metadata={**turn.metadata, "dialect": dialect})
+        metadata = {**turn.metadata, **(recorded or {}), "dialect": dialect}
+        return replace(turn, response_id=response_id, metadata=metadata)
 
     return label

@@ -7,13 +7,20 @@ an assistant `message`, `function_call`s, in that order) -> one assistant messag
 item whose `encrypted_content` verifies (server.dialects.signing) names the stored turn, whose message then stands
 for the resent one when they agree (server.dialects.edge). `store: false` is the normal case (the client resends
 everything, as Codex does); `previous_response_id` continues from a response of this session (its stored path),
-else a 400. `reasoning: {effort}` is the family's thinking switch (`none`: off). Non-function tools, background
-runs, structured output and non-text input are a 400 naming the field.
+else a 400. A `reasoning` object turns the family's thinking switch on unless its `effort` is `none` (Codex sends
+`{"summary": "auto"}` without an effort: on, whatever the family's default). Tools (`RequestTools`): `function` tools
+as chat tools; a `namespace` tool's function tools flattened into them (Codex groups its sub-agent tools as
+`multi_agent_v1`), the namespace remembered so a call to one comes back with it and a resent call must name the same;
+hosted tools tito cannot run (`web_search`, `file_search`, `code_interpreter`, `computer_use`, `image_generation`,
+`mcp`, ...) left out of the prompt and recorded on the turn (`hosted_tools`), or a 400 where the session's
+`hosted_tools` is `refuse`. `text.format` (json_schema, json_object) is chat's `response_format`: the engine's
+constrained decoding. Other tool types, background runs and non-text input are a 400 naming the field.
 
 Reply: output items built from the assistant message's deltas by `Items`, the same code the stream encoder
 (server.dialects.responses_stream) runs on the engine's deltas, so a stream adds up to the whole reply:
 `reasoning` (its text as `reasoning_text` content, `encrypted_content` signed), `message` (`output_text`),
-`function_call` (`call_id` is the stored tool-call id, `arguments` the model's own text).
+`function_call` (`call_id` is the stored tool-call id, `arguments` the model's own text, `namespace` when the function
+came in a namespace tool).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
 server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
@@ -21,7 +28,8 @@ server.dialects.signing, server.errors, server.models, server.sessions, server.s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -49,6 +57,22 @@ from tito.trajectory.events import TurnCommitted
 DIALECT = "responses"
 ECHOED = ("instructions", "max_output_tokens", "metadata", "previous_response_id", "reasoning", "store")
 TEXT_PARTS = ("input_text", "output_text", "text")
+HOSTED_TOOLS = (
+    "web_search",
+    "web_search_preview",
+    "file_search",
+    "code_interpreter",
+    "computer",
+    "computer_use",
+    "computer_use_preview",
+    "image_generation",
+    "mcp",
+    "tool_search",
+    "programmatic_tool_calling",
+)
+"""Tools OpenAI's servers run, never the client: a model behind tito cannot call them (dated spellings such as
+`web_search_2025_08_26` count as their base type)."""
+HOSTED_TOOLS_POLICIES = ("drop", "refuse")
 
 
 class ResponsesRequest(RequestModel):
@@ -86,13 +110,91 @@ def parse_request(body: bytes) -> ResponsesRequest:
     if request.prompt is not None:
         raise BadRequestError("prompt: stored prompt templates are not supported; send instructions and input")
     text_format = (request.text or {}).get("format") or {"type": "text"}
-    if text_format.get("type") != "text":
-        raise BadRequestError(f"text.format.type: {text_format.get('type')!r} is not supported (tito samples text)")
+    if not isinstance(text_format, dict) or text_format.get("type") not in ("text", "json_object", "json_schema"):
+        kind = text_format.get("type") if isinstance(text_format, dict) else text_format
+        raise BadRequestError(f"text.format.type: must be text, json_object or json_schema, not {kind!r}")
+    if text_format["type"] == "json_schema" and not isinstance(text_format.get("schema"), dict):
+        raise BadRequestError("text.format.schema: required with json_schema, a JSON schema object")
     return request
 
 
+def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format` (structured output: the engine's constrained decoding)."""
+    text_format = (request.text or {}).get("format") or {"type": "text"}
+    if text_format["type"] == "json_schema":
+        spec = {key: text_format[key] for key in ("name", "schema", "strict") if key in text_format}
+        return {"type": "json_schema", "json_schema": spec}
+    return None if text_format["type"] == "text" else {"type": "json_object"}
+
+
+def is_hosted(kind: Any) -> bool:
+    """Whether a tool type is one of OpenAI's hosted tools (`HOSTED_TOOLS`, dated spellings included)."""
+    return isinstance(kind, str) and any(kind == name or kind.startswith(name + "_2") for name in HOSTED_TOOLS)
+
+
+@dataclass(frozen=True)
+class RequestTools:
+    """A request's `tools` as tito runs them: chat function tools (namespaces flattened), each namespaced
+    function's namespace, and the hosted tools left out."""
+
+    chat: list[dict[str, Any]] | None = None
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    """Function name -> the namespace tool it came in."""
+    hosted: tuple[str, ...] = ()
+    """The hosted tool types left out of the prompt, in request order."""
+
+    def check_namespace(self, where: str, name: str, namespace: Any) -> None:
+        """A resent `function_call`'s `namespace` must be the one tito's reply gave it (the tools' own); a call
+        without one, or to a function these tools do not declare (a compaction request sends none), is not
+        checked."""
+        declared = {tool["function"]["name"] for tool in self.chat or ()}
+        if namespace is None or name not in declared or self.namespaces.get(name) == namespace:
+            return
+        stored = f"namespace {self.namespaces[name]!r}" if name in self.namespaces else "no namespace"
+        raise BadRequestError(
+            f"{where}.namespace: {namespace!r}, but the tools declare {name!r} in {stored}, as its call was answered"
+        )
+
+    def recorded(self) -> dict[str, Any]:
+        """What the turn records of them (its metadata)."""
+        return {"hosted_tools": list(self.hosted)} if self.hosted else {}
+
+
+def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
+    """The request's tools translated; `hosted_tools` (`drop` or `refuse`) says what a hosted tool gets."""
+    if request.tools is None:
+        return RequestTools()
+    chat: list[dict[str, Any]] = []
+    namespaces: dict[str, str] = {}
+    hosted: list[str] = []
+    for index, tool in enumerate(request.tools):
+        where, kind = f"tools[{index}]", tool.get("type")
+        if is_hosted(kind):
+            if hosted_tools == "refuse":
+                raise BadRequestError(
+                    f"{where}.type: {kind!r} is a hosted tool that tito cannot run, and this session refuses hosted "
+                    "tools (hosted_tools: refuse; with drop it is left out of the prompt and recorded on the turn)"
+                )
+            hosted.append(str(kind))
+        elif kind == "namespace":
+            name, inner = tool.get("name"), tool.get("tools")
+            if not isinstance(name, str) or not isinstance(inner, list):
+                raise BadRequestError(f"{where}: a namespace tool needs a string name and a list of tools")
+            for position, function in enumerate(inner):
+                inner_where = f"{where}.tools[{position}]"
+                chat.append(_chat_tool(inner_where, function if isinstance(function, dict) else {}))
+                namespaces[chat[-1]["function"]["name"]] = name
+        else:
+            chat.append(_chat_tool(where, tool))
+    names = [tool["function"]["name"] for tool in chat]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise BadRequestError(f"tools: the function {name!r} is declared twice (namespaces are flattened)")
+    return RequestTools(chat, namespaces, tuple(hosted))
+
+
 def chat_request(
-    request: ResponsesRequest, session: Session, signer: RoundTripSigner, family: Family
+    request: ResponsesRequest, tools: RequestTools, session: Session, signer: RoundTripSigner, family: Family
 ) -> ChatCompletionRequest:
     """The internal chat request the turn runs as."""
     messages = _previous_messages(request, session)
@@ -101,19 +203,20 @@ def chat_request(
     items = request.input
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
-    messages.extend(_Translation(session, signer).messages(items))
-    effort = (request.reasoning or {}).get("effort")
+    messages.extend(_Translation(session, signer, tools).messages(items))
+    thinking = None if request.reasoning is None else request.reasoning.get("effort") != "none"
     body: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_output_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
-        "chat_template_kwargs": thinking_kwargs(family, None if effort is None else effort != "none"),
+        "chat_template_kwargs": thinking_kwargs(family, thinking),
+        "response_format": _response_format(request),
     }
-    if request.tools is not None:
-        body["tools"] = [_chat_tool(index, tool) for index, tool in enumerate(request.tools)]
+    if tools.chat is not None:
+        body["tools"] = tools.chat
     if request.tool_choice is not None:
-        body["tool_choice"] = _chat_tool_choice(request.tool_choice)
+        body["tool_choice"] = _chat_tool_choice(request.tool_choice, tools)
     try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:
@@ -143,9 +246,10 @@ def _previous_messages(request: ResponsesRequest, session: Session) -> list[dict
 class _Translation:
     """Input items -> chat messages; consecutive assistant items (reasoning, message, function calls) are one turn."""
 
-    def __init__(self, session: Session, signer: RoundTripSigner) -> None:
+    def __init__(self, session: Session, signer: RoundTripSigner, tools: RequestTools) -> None:
         self.session = session
         self.signer = signer
+        self.tools = tools
         self.out: list[dict[str, Any]] = []
         self.pending: dict[str, Any] | None = None
         self.signatures: list[Any] = []
@@ -164,7 +268,8 @@ class _Translation:
                     pending = self._assistant(new=True)
                 pending["content"] = _text(where, item.get("content"))
             elif kind == "function_call":
-                self._assistant(new=False).setdefault("tool_calls", []).append(_chat_call(where, item))
+                call = _chat_call(where, item, self.tools)
+                self._assistant(new=False).setdefault("tool_calls", []).append(call)
             else:
                 self._flush()
                 self.out.append(self._other(where, kind, item))
@@ -230,26 +335,30 @@ def _text(where: str, content: Any, field: str = "content") -> str:
     return "".join(texts)
 
 
-def _chat_call(where: str, item: dict[str, Any]) -> dict[str, Any]:
+def _chat_call(where: str, item: dict[str, Any], tools: RequestTools) -> dict[str, Any]:
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
     if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(arguments, str):
         raise BadRequestError(f"{where}: a function_call needs string call_id, name and arguments")
+    tools.check_namespace(where, name, item.get("namespace"))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def _chat_tool(index: int, tool: dict[str, Any]) -> dict[str, Any]:
+def _chat_tool(where: str, tool: dict[str, Any]) -> dict[str, Any]:
     if tool.get("type") != "function":
         raise BadRequestError(
-            f"tools[{index}].type: {tool.get('type')!r} is not supported: tito records function tools the agent runs"
+            f"{where}.type: {tool.get('type')!r} is not supported: tito records function tools the agent runs "
+            "(and namespaces of them; hosted tools are left out)"
         )
-    return function_tool(f"tools[{index}]", tool.get("name"), tool.get("description"), tool.get("parameters"))
+    return function_tool(where, tool.get("name"), tool.get("description"), tool.get("parameters"))
 
 
-def _chat_tool_choice(choice: str | dict[str, Any]) -> Any:
+def _chat_tool_choice(choice: str | dict[str, Any], tools: RequestTools) -> Any:
     if isinstance(choice, str):
         return choice
     if choice.get("type") == "function" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
+    if is_hosted(choice.get("type")) and choice.get("type") in tools.hosted:
+        return "auto"  # the hosted tool was left out: the model picks among the tools it has
     raise BadRequestError(f"tool_choice: {choice!r} is not supported (auto, none, required or a function)")
 
 
@@ -273,14 +382,19 @@ class Items(DeltaParts):
     REASONING = "reasoning"
     TEXT = "message"
 
-    def __init__(self, response_id: str, encrypted_content: str) -> None:
+    def __init__(self, response_id: str, encrypted_content: str, namespaces: Mapping[str, str]) -> None:
         super().__init__()
         self.suffix = response_id.removeprefix("resp_")
         self.encrypted_content = encrypted_content
+        self.namespaces = namespaces
         self.items: list[dict[str, Any]] = []
 
     def _open_call(self, call: ToolCallDelta, events: Events) -> None:
-        self._start({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}, events)
+        item = {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
+        namespace = self.namespaces.get(call.name or "")
+        if namespace is not None:
+            item["namespace"] = namespace
+        self._start(item, events)
 
     def _open_part(self, kind: str, events: Events) -> None:
         if kind == "reasoning":
@@ -382,9 +496,11 @@ def finished(body: dict[str, Any], turn: TurnCommitted) -> dict[str, Any]:
     }
 
 
-def response_body(turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner) -> dict[str, Any]:
+def response_body(
+    turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner, namespaces: Mapping[str, str]
+) -> dict[str, Any]:
     """The `response` of a committed turn (also what an SDK retry of it gets back)."""
-    items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id))
+    items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id), namespaces)
     items.feed(message_deltas(turn.assistant), None)
     items.close(None)
     return finished(response_object(turn.response_id, model, turn.at, echo, items.items), turn)

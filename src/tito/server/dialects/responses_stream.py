@@ -22,7 +22,7 @@ import orjson
 from tito.engines.protocol import GenerationChunk
 from tito.parsing.incremental import Delta
 from tito.server.dialects.edge import labeller
-from tito.server.dialects.responses import DIALECT, Items, error_body, finished, response_object
+from tito.server.dialects.responses import DIALECT, Items, RequestTools, error_body, finished, response_object
 from tito.server.dialects.signing import RoundTripSigner
 from tito.trajectory.events import TurnCommitted
 
@@ -31,14 +31,20 @@ class ResponsesStreamEncoder:
     """A `server.streaming.StreamEncoder` writing Responses events."""
 
     def __init__(
-        self, model: str, session_id: str, response_id: str, echo: dict[str, Any], signer: RoundTripSigner
+        self,
+        model: str,
+        session_id: str,
+        response_id: str,
+        echo: dict[str, Any],
+        signer: RoundTripSigner,
+        tools: RequestTools,
     ) -> None:
         self.model = model
         self.response_id = response_id
         self.echo = echo
-        self.items = Items(response_id, signer.sign(session_id, response_id))
+        self.items = Items(response_id, signer.sign(session_id, response_id), tools.namespaces)
         self.created_at = time.time()
-        self._label = labeller(response_id, DIALECT)
+        self._label = labeller(response_id, DIALECT, tools.recorded())
         self._sequence = 0
 
     def label(self, turn: TurnCommitted) -> TurnCommitted:

@@ -1,7 +1,8 @@
 """The dialect routes on a session: Anthropic Messages (`/v1/messages`, `/v1/messages/count_tokens`) and OpenAI
 Responses (`/v1/responses`). Each translates its body into the internal chat request, runs the chat path's steps
 (`prepare_turn`, then `complete_turn` or the streaming core with the dialect's encoder) and translates the
-committed turn back; every error leaves in the dialect's own shape.
+committed turn back; every error leaves in the dialect's own shape. `HEAD` on a session's base URLs answers the
+connectivity probe agents send first.
 
 Imports from tito: errors, server.completions, server.dialects, server.errors, server.lineage, server.models,
 server.replies, server.sessions, server.state, server.streaming, trajectory.events.
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -60,6 +61,8 @@ class DialectTurn:
     encoder: EncoderFactory
     reply: Callable[[TurnCommitted], dict[str, Any]]
     """The whole reply of a committed turn."""
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    """What the turn records of the request beyond its prompt (its metadata), e.g. the hosted tools left out."""
 
 
 Translate = Callable[[bytes, Session], DialectTurn]
@@ -106,36 +109,47 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         if asked.stream:
             return streamed(prepared, request, asked, started)
         if isinstance(prepared, PreparedTurn):
-            label = labeller(new_id(asked.id_prefix), asked.dialect)
+            label = labeller(new_id(asked.id_prefix), asked.dialect, asked.recorded)
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
         asked = anthropic.parse_request(body)
+        model = state.reply_model(asked.model)
         return DialectTurn(
             anthropic.chat_request(asked, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "msg",
             anthropic.DIALECT,
             lambda response_id, prompt_tokens: AnthropicStreamEncoder(
-                state.model_name, session.session_id, response_id, prompt_tokens, signer
+                model, session.session_id, response_id, prompt_tokens, signer
             ),
-            lambda turn: anthropic.message_body(turn, state.model_name, signer),
+            lambda turn: anthropic.message_body(turn, model, signer),
         )
 
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
         asked = responses.parse_request(body)
         echo = responses.echo_fields(asked)
+        model = state.reply_model(asked.model)
+        tools = responses.request_tools(asked, session.config.hosted_tools)
         return DialectTurn(
-            responses.chat_request(asked, session, signer, state.tokenizers.family),
+            responses.chat_request(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
-            lambda response_id, _: ResponsesStreamEncoder(
-                state.model_name, session.session_id, response_id, echo, signer
-            ),
-            lambda turn: responses.response_body(turn, state.model_name, echo, signer),
+            lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer, tools),
+            lambda turn: responses.response_body(turn, model, echo, signer, tools.namespaces),
+            tools.recorded(),
         )
+
+    async def probe(session_id: str) -> Response:
+        """`HEAD` on a session's base URL: the connectivity probes Claude Code sends first (`{base}`, and
+        `{base}/api/hello` when non-essential traffic is allowed): 200 while the session lives."""
+        registry.get(session_id)  # an unknown session is a 404
+        return Response(status_code=200)
+
+    for base in ("/sessions/{session_id}", "/sessions/{session_id}/v1", "/sessions/{session_id}/api/hello"):
+        app.add_api_route(base, probe, methods=["HEAD"], include_in_schema=False)
 
     @app.post("/sessions/{session_id}/v1/messages")
     async def anthropic_messages(session_id: str, request: Request) -> Response:
