@@ -24,8 +24,6 @@ from tito.errors import TitoError
 from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     complete_turn,
-    fingerprint,
-    is_sdk_retry,
     parse_chat_request,
     prepare_turn,
     reply_body,
@@ -40,6 +38,7 @@ from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
+from tito.server.retries import request_key
 from tito.server.samples import build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
@@ -186,7 +185,8 @@ def create_app(state: ServerState) -> FastAPI:
         session = registry.get(session_id)
         body = await read_body(request, options.max_body_bytes)
         chat = parse_chat_request(body)
-        prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers))
+        key = request_key(body, request.headers)
+        prepared = await prepare_turn(state, session, chat, key.fingerprint, key.is_retry)
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive)
         if isinstance(prepared, TurnCommitted):

@@ -11,7 +11,6 @@ modules).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 import time
 from array import array
@@ -35,9 +34,6 @@ from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import TurnCommitted
-
-RETRY_HEADER = "x-stainless-retry-count"
-"""The openai SDK's retry counter: > 0 marks a resend of a request that may already have committed."""
 
 
 @dataclass(frozen=True)
@@ -70,20 +66,11 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
     return request
 
 
-def fingerprint(body: bytes) -> str:
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
-
-
-def is_sdk_retry(headers: Mapping[str, str]) -> bool:
-    value = headers.get(RETRY_HEADER, "0")
-    return value.isdigit() and int(value) > 0
-
-
 async def prepare_turn(
     state: ServerState, session: Session, request: ChatCompletionRequest, body_fingerprint: str, is_retry: bool
 ) -> PreparedTurn | TurnCommitted:
     """Validate and plan the turn and build its prompt ids; mutates nothing. A committed turn when the request is
-    an SDK retry of it (reply with that instead of sampling again)."""
+    a retry of it (server.retries: reply with that instead of sampling again)."""
     tito_tokenizer = state.tokenizers.get(
         session.config.chat_template_kwargs, request.chat_template_kwargs, session.config.allowed_append_roles
     )

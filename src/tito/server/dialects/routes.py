@@ -4,7 +4,7 @@ Responses (`/v1/responses`). Each translates its body into the internal chat req
 committed turn back; every error leaves in the dialect's own shape.
 
 Imports from tito: errors, server.completions, server.dialects, server.errors, server.models, server.replies,
-server.sessions, server.state, server.streaming, trajectory.events.
+server.retries, server.sessions, server.state, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.completions import PreparedTurn, complete_turn, fingerprint, is_sdk_retry, prepare_turn
+from tito.server.completions import PreparedTurn, complete_turn, prepare_turn
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
@@ -28,6 +28,7 @@ from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import error_headers
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
+from tito.server.retries import request_key, unmarked_key
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.server.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
@@ -89,7 +90,8 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), is_sdk_retry(request.headers))
+        key = request_key(body, request.headers)
+        prepared = await prepare_turn(state, session, asked.chat, key.fingerprint, key.is_retry)
         if asked.stream:
             return streamed(prepared, request, asked)
         if isinstance(prepared, PreparedTurn):
@@ -136,7 +138,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             asked = anthropic.parse_request(body, needs_max_tokens=False)
             chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
             try:  # the prompt ids the turn would run on, attached where planning attaches it
-                prepared = await prepare_turn(state, session, chat, fingerprint(body), False)
+                prepared = await prepare_turn(state, session, chat, unmarked_key(body).fingerprint, False)
                 count = len(prepared.prompt_ids) if isinstance(prepared, PreparedTurn) else 0
             except TitoError:  # a conversation the session cannot extend: its ids rendered whole
                 tito_tokenizer = state.tokenizers.get(
