@@ -24,6 +24,7 @@ from tests.engines.fake_engine import (
     abort_fault,
     scripted_logprob,
     scripted_top_logprobs,
+    weight_version_at,
 )
 
 
@@ -69,7 +70,7 @@ def sglang_app(server: FakeServer) -> Starlette:
                 "prompt_tokens": len(body["input_ids"]),
                 "completion_tokens": count,
                 "cached_tokens": 3,
-                "weight_version": behaviour.weight_version,
+                "weight_version": weight_version_at(behaviour, count),
                 "output_token_logprobs": [[logprob(i), ids[i], None] for i in range(start, count)],
                 "e2e_latency": 0.01,
             }

@@ -24,6 +24,7 @@ from tests.engines.fake_engine import (
     abort_fault,
     scripted_logprob,
     scripted_top_logprobs,
+    weight_version_spans,
 )
 
 
@@ -164,7 +165,7 @@ def vllm_app(server: FakeServer) -> Starlette:
             }
             for i, token in enumerate(ids)
         ]
-        versions = [{"version": server.behaviour.weight_version, "start": 0, "end": len(ids)}]
+        versions = weight_version_spans(server.behaviour, len(ids))
         choice = {"index": 0, "finish_reason": finish_type, "stop_reason": matched, "token_ids": ids}
         choice |= {"weight_versions": versions, "logprobs": {"content": content}}
         usage = {"prompt_tokens": len(body["token_ids"]), "completion_tokens": len(ids)}

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 
 from tests.server.conftest import Server
+from tests.server.dialects.support import FIRST_TURNS
 from tito.server.retries import request_key
 
 
@@ -26,18 +27,8 @@ def test_the_idempotency_key_is_part_of_the_fingerprint_and_marks_a_retry() -> N
     assert request_key(body, {"idempotency-key": "k2"}).fingerprint != keyed.fingerprint
 
 
-ROUTES = {
-    "chat": ("v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "once"}]}),
-    "anthropic": (
-        "v1/messages",
-        {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "once"}]},
-    ),
-    "responses": ("v1/responses", {"model": "m", "input": "once"}),
-}
-
-
 def post(server: Server, session_id: str, dialect: str, stream: bool, key: str) -> Any:
-    path, body = ROUTES[dialect]
+    path, body = FIRST_TURNS[dialect]
     url = f"/sessions/{session_id}/{path}"
     headers = {"Idempotency-Key": key}
     if not stream:
@@ -56,7 +47,7 @@ RESPONSE_ID = re.compile(r'"id": ?"((?:chatcmpl|msg|resp)[-_][^"]+)"')
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-@pytest.mark.parametrize("dialect", sorted(ROUTES))
+@pytest.mark.parametrize("dialect", sorted(FIRST_TURNS))
 def test_a_request_resent_with_its_idempotency_key_gets_the_committed_turn(
     server: Server, dialect: str, stream: bool
 ) -> None:

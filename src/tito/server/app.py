@@ -30,6 +30,7 @@ from tito.server.completions import (
 )
 from tito.server.dialects.routes import register_dialect_routes
 from tito.server.discovery import add_discovery_routes
+from tito.server.drain import TurnGateMiddleware, add_admin_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.logprobs import choice_logprobs
@@ -94,6 +95,7 @@ def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
     app.state.ownership = owner
+    app.add_middleware(TurnGateMiddleware, gate=state.gate)  # innermost: a turn is counted until its reply is sent
     if owner is not None:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
@@ -199,6 +201,7 @@ def create_app(state: ServerState) -> FastAPI:
         return json_response(reply_body(final, state.model_name, logprobs))
 
     register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
+    add_admin_routes(app, state)  # weight-update drain: pause, turns in flight, drain, resume
 
     @app.post("/sessions/{session_id}/samples")
     async def samples(session_id: str, request: Request) -> Response:

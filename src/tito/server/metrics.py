@@ -17,6 +17,7 @@ from tito.errors import EngineError, TitoError
 from tito.server.access_log import note_turn
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_DRAIN_BUCKETS = (0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class _ByLabel:
@@ -63,6 +64,11 @@ class ServerMetrics:
                 registry=self.registry,
             ),
             process,
+        )
+        self.turns_held = self.counter("tito_turns_held", "Turns held at the gate while paused (`hold` mode)")
+        self.paused_seconds = self.counter("tito_paused_seconds", "Seconds turns were paused for weight updates")
+        self.drain_seconds = self.histogram(
+            "tito_drain_seconds", "Seconds a drain waited for the turns in flight to end", _DRAIN_BUCKETS
         )
         errors = Counter("tito_errors", "Error replies by type", ["process", "type"], registry=self.registry)
         self.errors = _ByLabel(errors, process)

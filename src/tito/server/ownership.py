@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from tito.server.errors import (
     SessionHeldElsewhereError,
     TakeoverPendingError,
     error_body,
+    retry_headers,
 )
 from tito.server.state import ServerState
 from tito.trajectory.events import SessionDeleted, SessionEvent
@@ -410,6 +410,4 @@ class OwnershipMiddleware:
 
 def retry_response(exc: RetryableError) -> ASGIApp:
     """A 503 the openai SDK retries after the given time (`retry-after-ms`, else `Retry-After` in seconds)."""
-    headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s))),
-               "retry-after-ms": str(max(1, round(exc.retry_after_s * 1000)))}  # fmt: skip
-    return JSONResponse(error_body(exc), status_code=exc.http_status, headers=headers)
+    return JSONResponse(error_body(exc), status_code=exc.http_status, headers=retry_headers(exc))
