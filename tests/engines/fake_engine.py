@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 
@@ -199,3 +200,13 @@ async def abort_fault(server: FakeServer, request: Any) -> Response | None:
         await server.wait_until_aborted("never-aborted", request.is_disconnected)
         return Response(status_code=200)
     return None
+
+
+def missing_release_route(server: FakeServer) -> Callable[[Request], Awaitable[Response]]:
+    """`POST /finish_session` as an engine (which has no such route) answers it: 404, recorded."""
+
+    async def finish_session(request: Request) -> Response:
+        server.requests.append(RecordedRequest("/finish_session", dict(request.headers), dict(request.query_params)))
+        return JSONResponse({"detail": "Not Found"}, status_code=404)
+
+    return finish_session

@@ -22,6 +22,7 @@ from tests.engines.fake_engine import (
     FakeServer,
     RecordedRequest,
     abort_fault,
+    missing_release_route,
     scripted_logprob,
     scripted_top_logprobs,
     weight_version_at,
@@ -151,6 +152,7 @@ def sglang_app(server: FakeServer) -> Starlette:
         routes=[
             Route("/generate", generate, methods=["POST", "PUT"]),
             Route("/abort_request", abort_request, methods=["POST"]),
+            Route("/finish_session", missing_release_route(server), methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/health_generate", health, methods=["GET"]),
             Route("/get_model_info", _model_info, methods=["GET"]),

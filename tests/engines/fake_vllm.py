@@ -22,6 +22,7 @@ from tests.engines.fake_engine import (
     FakeServer,
     RecordedRequest,
     abort_fault,
+    missing_release_route,
     scripted_logprob,
     scripted_top_logprobs,
     weight_version_spans,
@@ -191,6 +192,7 @@ def vllm_app(server: FakeServer) -> Starlette:
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/inference/v1/generate", generate, methods=["POST"]),
             Route("/inference/v1/abort_requests", abort_requests, methods=["POST"]),
+            Route("/finish_session", missing_release_route(server), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
         ]

@@ -216,6 +216,8 @@ def create_app(state: ServerState) -> FastAPI:
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
         await registry.samples_taken(session, built[0].reward)
+        if asked.end:
+            registry.on_session_end(session_id)
         return samples_response(session_id, built, wanted)
 
     return app

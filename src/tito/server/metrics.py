@@ -70,6 +70,13 @@ class ServerMetrics:
         self.drain_seconds = self.histogram(
             "tito_drain_seconds", "Seconds a drain waited for the turns in flight to end", _DRAIN_BUCKETS
         )
+        releases = Counter(
+            "tito_router_releases",
+            "Ended sessions released at the router in front of the engines, by outcome: released, no_route, failed",
+            ["process", "outcome"],
+            registry=self.registry,
+        )
+        self.router_releases = _ByLabel(releases, process)
         errors = Counter("tito_errors", "Error replies by type", ["process", "type"], registry=self.registry)
         self.errors = _ByLabel(errors, process)
         engine_faults = Counter(

@@ -81,3 +81,6 @@ class SamplesRequest(BaseModel):
     metadata: dict[str, Any] | None = None
     format: str | None = None
     """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""
+    end: bool = False
+    """The agent is done with the session: tito releases it at the router in front of the engines (the session
+    stays readable until deleted or expired)."""

@@ -318,6 +318,7 @@ class SharedJournalOwner:
             reason = log.status(now) if log is not None else "deleted"
             registry.apply(SessionDeleted(session_id, now, reason))  # answers 410, as its owner would have
             del self._where[session_id]
+            registry.on_session_end(session_id)  # its dead owner may not have released it at the router
             return
         self.layout.record_copy(self.epoch, session_id, epoch)
         await asyncio.gather(self._sync(self.layout.claims_dir(epoch)), self._sync(self.layout.copies_dir(self.epoch)))
