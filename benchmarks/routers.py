@@ -16,7 +16,7 @@ vllm-router (`sticky_least_loaded`, `consistent_hash`, `round_robin`) and smg (`
   cached      cached prompt tokens / all prompt tokens.
   sessions    sessions each engine served a turn of (a session that moved counts on both).
 
-Run: PYTHONPATH=src:. python benchmarks/routers.py [--sessions 16] [--turns 8] [--rounds 1]
+Run: PYTHONPATH=src:. python benchmarks/routers.py [--sessions 32] [--turns 6] [--cache-tokens 44000] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -233,11 +233,11 @@ def run_policy(router: str, policy: str, args: argparse.Namespace, root: Path) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=16)
-    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--first-words", type=int, default=600, help="words of a session's first message")
     parser.add_argument("--turn-words", type=int, default=40, help="words appended per turn")
-    parser.add_argument("--cache-tokens", type=int, default=24_000, help="each engine's prefix cache")
+    parser.add_argument("--cache-tokens", type=int, default=44_000, help="each engine's prefix cache")
     parser.add_argument("--slots", type=int, default=4, help="requests an engine runs at once")
     parser.add_argument("--prefill-us", type=float, default=200.0, help="microseconds per uncached prompt token")
     parser.add_argument("--decode-ms", type=float, default=4.0, help="milliseconds per sampled token")

@@ -46,8 +46,3 @@ class RouterRelease:
             self.metrics.router_releases.labels("failed").inc()
             return
         self.metrics.router_releases.labels("released" if released else "no_route").inc()
-
-    async def wait(self) -> None:
-        """Until the releases under way are done (a test, a shutdown)."""
-        while self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)

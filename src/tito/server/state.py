@@ -97,8 +97,7 @@ class ServerState:
             options.content_special_tokens,
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
-        self.releases = RouterRelease(engine, self.metrics)
-        self.registry.on_session_end = self.releases
+        self.registry.on_session_end = RouterRelease(engine, self.metrics)  # an ended session freed at the router
         self.gate = TurnGate(self.metrics)
         """Pauses and counts turns for weight updates (server.drain)."""
         self.model_name = options.model_name or engine.info.model
