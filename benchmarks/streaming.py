@@ -41,7 +41,8 @@ from tests.parsing.cases import TOOLS, case_names, get_case
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import Finish, FinishKind, GenerateRequest, GenerationChunk, logprob_values, token_ids
 from tito.server import ServerOptions, ServerState
-from tito.server.completions import PreparedTurn, fingerprint, parse_chat_request, prepare_turn
+from tito.server.completions import PreparedTurn, parse_chat_request, prepare_turn
+from tito.server.retries import unmarked_key
 from tito.server.streaming import stream_turn
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.events import SessionConfig
@@ -137,7 +138,7 @@ async def never_disconnects() -> dict[str, Any]:
 async def prepared_turn(state: ServerState) -> PreparedTurn:
     session = await state.registry.create(SessionConfig())
     body = orjson.dumps({"messages": [{"role": "user", "content": "go"}], "tools": TOOLS, "stream": True})
-    prepared = await prepare_turn(state, session, parse_chat_request(body), fingerprint(body), False)
+    prepared = await prepare_turn(state, session, parse_chat_request(body), unmarked_key(body).fingerprint, False)
     assert isinstance(prepared, PreparedTurn)
     return prepared
 

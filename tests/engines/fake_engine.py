@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 
@@ -49,6 +50,8 @@ class Behaviour:
     incremental: bool = False
     """SGLang `--incremental-streaming-output`: stream deltas instead of cumulative events."""
     weight_version: str = "default"
+    weight_update: tuple[int, str] | None = None
+    """(n, version): the weights change after the n-th sampled id of each reply, to `version` (a mid-reply update)."""
     usage_chunk: bool = True
     stream_error: str | None = None
     """Stream: after the first event, an in-stream error event with this message (a 200 stream cannot change status)."""
@@ -74,6 +77,23 @@ ABORT_FAULTS = ("not_found", "status_500", "hang")
 """What the abort route can be made to do instead of aborting: 404 (a server without it), 500, never answer."""
 HANG_LIMIT = 10.0
 """Seconds a `slow`/`endless`/`hang` fault waits at most (tests end sooner: an abort or the client leaving)."""
+
+
+def weight_version_at(behaviour: Behaviour, count: int) -> str:
+    """The version that sampled the `count`-th id (1-based) of a reply."""
+    update = behaviour.weight_update
+    return update[1] if update is not None and count > update[0] else behaviour.weight_version
+
+
+def weight_version_spans(behaviour: Behaviour, count: int) -> list[dict[str, Any]]:
+    """vLLM's `weight_versions` of a reply of `count` ids: one span per version, `[start, end)`."""
+    update = behaviour.weight_update
+    if update is None or count <= update[0]:
+        return [{"version": behaviour.weight_version, "start": 0, "end": count}]
+    return [
+        {"version": behaviour.weight_version, "start": 0, "end": update[0]},
+        {"version": update[1], "start": update[0], "end": count},
+    ]
 
 
 @dataclass
@@ -180,3 +200,13 @@ async def abort_fault(server: FakeServer, request: Any) -> Response | None:
         await server.wait_until_aborted("never-aborted", request.is_disconnected)
         return Response(status_code=200)
     return None
+
+
+def missing_release_route(server: FakeServer) -> Callable[[Request], Awaitable[Response]]:
+    """`POST /finish_session` as an engine (which has no such route) answers it: 404, recorded."""
+
+    async def finish_session(request: Request) -> Response:
+        server.requests.append(RecordedRequest("/finish_session", dict(request.headers), dict(request.query_params)))
+        return JSONResponse({"detail": "Not Found"}, status_code=404)
+
+    return finish_session

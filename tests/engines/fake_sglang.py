@@ -22,8 +22,10 @@ from tests.engines.fake_engine import (
     FakeServer,
     RecordedRequest,
     abort_fault,
+    missing_release_route,
     scripted_logprob,
     scripted_top_logprobs,
+    weight_version_at,
 )
 
 
@@ -69,7 +71,7 @@ def sglang_app(server: FakeServer) -> Starlette:
                 "prompt_tokens": len(body["input_ids"]),
                 "completion_tokens": count,
                 "cached_tokens": 3,
-                "weight_version": behaviour.weight_version,
+                "weight_version": weight_version_at(behaviour, count),
                 "output_token_logprobs": [[logprob(i), ids[i], None] for i in range(start, count)],
                 "e2e_latency": 0.01,
             }
@@ -150,6 +152,7 @@ def sglang_app(server: FakeServer) -> Starlette:
         routes=[
             Route("/generate", generate, methods=["POST", "PUT"]),
             Route("/abort_request", abort_request, methods=["POST"]),
+            Route("/finish_session", missing_release_route(server), methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/health_generate", health, methods=["GET"]),
             Route("/get_model_info", _model_info, methods=["GET"]),

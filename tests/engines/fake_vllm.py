@@ -22,8 +22,10 @@ from tests.engines.fake_engine import (
     FakeServer,
     RecordedRequest,
     abort_fault,
+    missing_release_route,
     scripted_logprob,
     scripted_top_logprobs,
+    weight_version_spans,
 )
 
 
@@ -164,7 +166,7 @@ def vllm_app(server: FakeServer) -> Starlette:
             }
             for i, token in enumerate(ids)
         ]
-        versions = [{"version": server.behaviour.weight_version, "start": 0, "end": len(ids)}]
+        versions = weight_version_spans(server.behaviour, len(ids))
         choice = {"index": 0, "finish_reason": finish_type, "stop_reason": matched, "token_ids": ids}
         choice |= {"weight_versions": versions, "logprobs": {"content": content}}
         usage = {"prompt_tokens": len(body["token_ids"]), "completion_tokens": len(ids)}
@@ -190,6 +192,7 @@ def vllm_app(server: FakeServer) -> Starlette:
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/inference/v1/generate", generate, methods=["POST"]),
             Route("/inference/v1/abort_requests", abort_requests, methods=["POST"]),
+            Route("/finish_session", missing_release_route(server), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
         ]

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import orjson
@@ -36,6 +36,10 @@ JsonObject = dict[str, Any]
 REFUSALS = (400, 413, 422)
 """Statuses by which an engine refuses the request's content (prompt too long, a sampling parameter out of range):
 the client's to fix, so they stay 400. Every other engine status is the engine's fault, never the client's."""
+SESSION_HEADER = "X-Session-ID"
+"""The session identity vllm-router's `consistent_hash` and `sticky_least_loaded` policies route by."""
+RELEASE_ROUTE = "/finish_session"
+"""vllm-router's route that ends a session's sticky entry (`POST /finish_session?session_id=ID`)."""
 SSE_DATA = b"data:"
 SSE_DONE = b"[DONE]"
 
@@ -52,6 +56,8 @@ class HttpEngineClient:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
         self._pool, self._prefix = _json_pool(self.base_url, timeout, min(connect_timeout, timeout))
+        self.release_route: bool | None = None
+        """Whether the server has RELEASE_ROUTE: None until the first release tells."""
 
     async def get(self, path: str) -> httpx.Response:
         """GET `path`; a non-2xx status raises the matching Engine*Error."""
@@ -157,6 +163,22 @@ class HttpEngineClient:
         if status < 500:
             raise EngineRequestError(self.engine, words, status=status)
         raise EngineResponseError(self.engine, words, status=status)
+
+    async def release_session(self, session_id: str) -> bool:
+        """End the session's sticky entry at a router in front of the engines (vllm-router's `/finish_session`);
+        False, and never asked again, when the server has no such route (an engine itself, the SGLang Model
+        Gateway): a router without a release route is tolerated."""
+        if self.release_route is False:
+            return False
+        try:
+            await self.post_json(f"{RELEASE_ROUTE}?session_id={quote(session_id, safe='')}", {})
+        except EngineResponseError as exc:
+            if exc.engine_status not in (404, 405):
+                raise
+            self.release_route = False
+            return False
+        self.release_route = True
+        return True
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -209,6 +209,16 @@ class Engine(Protocol):
         ...
 
 
+@runtime_checkable
+class SessionReleasing(Protocol):
+    """An engine behind a router that keeps sticky sessions (SGLang and vLLM over HTTP): the server releases a
+    session there when the session ends, so the router's table does not grow without bound."""
+
+    async def release_session(self, session_id: str) -> bool:
+        """End the session's sticky entry; False when nothing in front keeps one (no release route)."""
+        ...
+
+
 class StreamCollector:
     """Accumulates stream chunks, as they arrive, into the `Generation` the non-streaming call returns (same ids,
     logprobs, finish).

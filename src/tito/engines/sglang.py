@@ -3,7 +3,8 @@
 Request: `input_ids`, `sampling_params` (stop token ids, `skip_special_tokens: false`), `return_logprob` for the
 output tokens only (`logprob_start_len: -1`), `rid` = the request id, and the session id as routing key (body
 `routing_key` and header `X-SMG-Routing-Key`, so the SGLang Model Gateway's consistent-hash or manual policy keeps a
-session on one worker and its radix cache). Reply: `output_ids` (the matched stop token kept) and
+session on one worker and its radix cache; header `X-Session-ID` for vllm-router's `consistent_hash` and
+`sticky_least_loaded`, which also route SGLang's `/generate`). Reply: `output_ids` (the matched stop token kept) and
 `meta_info.output_token_logprobs` triples `[logprob, id, text|null]`, `finish_reason` `{"type": "stop"|"length"|
 "abort", ...}`, `prompt_tokens`, `cached_tokens`, `weight_version`. Streaming is SSE, cumulative by default
 (`--incremental-streaming-output` sends deltas); both are read. Run SGLang with that flag for long replies: a
@@ -24,7 +25,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.http import SESSION_HEADER, HttpEngineClient, JsonObject, require
 from tito.engines.id_json import ids_json
 from tito.engines.protocol import (
     EngineInfo,
@@ -107,6 +108,10 @@ class SGLangEngine:
     async def abort(self, request_id: str) -> None:
         """Abort by rid (SGLang matches rids by prefix: an id that prefixes others aborts those too)."""
         await self._http.post_json("/abort_request", {"rid": request_id, "abort_all": False})
+
+    async def release_session(self, session_id: str) -> bool:
+        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none."""
+        return await self._http.release_session(session_id)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -237,4 +242,6 @@ def parse_finish_reason(reason: Any) -> Finish | None:
 
 
 def _headers(request: GenerateRequest) -> dict[str, str]:
-    return {ROUTING_HEADER: request.session_id} if request.session_id is not None else {}
+    if request.session_id is None:
+        return {}
+    return {ROUTING_HEADER: request.session_id, SESSION_HEADER: request.session_id}

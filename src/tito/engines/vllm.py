@@ -10,7 +10,9 @@ vLLM's logprobs are taken before temperature (its default `--logprobs-mode raw_l
 gives the sampled token plus the k most likely at each position (`--max-logprobs`, default 20, bounds k); with
 `return_tokens_as_token_ids: true` their keys are `"token_id:N"` (token strings would collide), and the generate
 endpoint lists `{"token_id", "logprob", "rank"}` entries. A json schema (structured output) goes as
-`structured_outputs: {"json": schema}` (vLLM's own constrained decoding), in both bodies.
+`structured_outputs: {"json": schema}` (vLLM's own constrained decoding), in both bodies. Each call carries the
+session id as `X-Session-ID`, which vllm-router's `consistent_hash` and `sticky_least_loaded` policies keep a session
+on one worker by.
 Abort: the completions API has none, but vLLM aborts a request whose client disconnects, so `abort` drops the
 connection and the call ends with finish ABORT (a stream keeps the ids received so far); the generate endpoint
 has `POST /inference/v1/abort_requests`.
@@ -26,7 +28,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from typing import Any, Literal, TypeVar
 
-from tito.engines.http import HttpEngineClient, JsonObject, require
+from tito.engines.http import SESSION_HEADER, HttpEngineClient, JsonObject, require
 from tito.engines.id_json import ids_json
 from tito.engines.protocol import (
     EngineInfo,
@@ -139,7 +141,7 @@ class VLLMEngine:
             else (COMPLETIONS, completions_body(request, model, stream=False))
         )
         try:
-            reply = await self._until_aborted(request.request_id, self._http.post_json(path, body))
+            reply = await self._until_aborted(request.request_id, self._http.post_json(path, body, _headers(request)))
         except _Aborted:
             return Generation(token_ids(), logprob_values(), _ABORTED, len(request.prompt_ids))
         finally:
@@ -172,7 +174,8 @@ class VLLMEngine:
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
         model = await self._served_model()
         aborted = self._aborts.setdefault(request.request_id, asyncio.Event())
-        events = _EventPump(self._http.post_sse(COMPLETIONS, completions_body(request, model, stream=True)), aborted)
+        body = completions_body(request, model, stream=True)
+        events = _EventPump(self._http.post_sse(COMPLETIONS, body, _headers(request)), aborted)
         finish: Finish | None = None
         delivered = False
         try:
@@ -214,6 +217,10 @@ class VLLMEngine:
         if self._endpoint == "generate":
             body = {"request_ids": [GENERATE_ID_PREFIX + request_id]}
             await self._http.post_json("/inference/v1/abort_requests", body)
+
+    async def release_session(self, session_id: str) -> bool:
+        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none."""
+        return await self._http.release_session(session_id)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -392,3 +399,8 @@ def _usage(usage: Any, prompt_length: int) -> tuple[int, int]:
         prompt_tokens if isinstance(prompt_tokens, int) else prompt_length,
         cached_tokens if isinstance(cached_tokens, int) else 0,
     )
+
+
+def _headers(request: GenerateRequest) -> dict[str, str]:
+    """The session identity a router in front keeps a session's requests together by (vllm-router)."""
+    return {SESSION_HEADER: request.session_id} if request.session_id is not None else {}

@@ -24,14 +24,13 @@ from tito.errors import TitoError
 from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     complete_turn,
-    fingerprint,
-    is_sdk_retry,
     parse_chat_request,
     prepare_turn,
     reply_body,
 )
 from tito.server.dialects.routes import register_dialect_routes
 from tito.server.discovery import add_discovery_routes
+from tito.server.drain import TurnGateMiddleware, add_admin_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.lineage import lineage_of
@@ -42,6 +41,7 @@ from tito.server.openapi import tito_openapi
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
+from tito.server.retries import request_key
 from tito.server.samples import build_samples, samples_format, samples_response, session_reward
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
@@ -97,6 +97,7 @@ def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
     app.state.ownership = owner
+    app.add_middleware(TurnGateMiddleware, gate=state.gate)  # innermost: a turn is counted until its reply is sent
     if owner is not None:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
@@ -189,8 +190,9 @@ def create_app(state: ServerState) -> FastAPI:
         session = registry.get(session_id)
         body = await read_body(request, options.max_body_bytes)
         chat = parse_chat_request(body)
+        key = request_key(body, request.headers)
         lineage = lineage_of(request.headers, chat.messages)
-        prepared = await prepare_turn(state, session, chat, fingerprint(body), is_sdk_retry(request.headers), lineage)
+        prepared = await prepare_turn(state, session, chat, key.fingerprint, key.is_retry, lineage)
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive, started)
         if isinstance(prepared, TurnCommitted):
@@ -203,6 +205,7 @@ def create_app(state: ServerState) -> FastAPI:
         return json_response(reply_body(final, state.reply_model(chat.model), logprobs))
 
     register_dialect_routes(app, state)  # Anthropic Messages and Responses: edges onto the same turn steps
+    add_admin_routes(app, state)  # weight-update drain: pause, turns in flight, drain, resume
 
     @app.post("/sessions/{session_id}/samples")
     async def samples(session_id: str, request: Request) -> Response:
@@ -217,6 +220,8 @@ def create_app(state: ServerState) -> FastAPI:
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
         await registry.samples_taken(session, session_reward(asked, built))
+        if asked.end:
+            registry.on_session_end(session_id)
         return samples_response(session_id, built, wanted)
 
     app.openapi = lambda: tito_openapi(app)  # type: ignore[method-assign]  # the bodies the routes read themselves

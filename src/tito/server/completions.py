@@ -13,7 +13,6 @@ trajectory.events, trajectory.linear, server (its modules).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 import time
 from array import array
@@ -42,9 +41,6 @@ from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Lineage
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.linear import ToolsChangedError
-
-RETRY_HEADER = "x-stainless-retry-count"
-"""The openai SDK's retry counter: > 0 marks a resend of a request that may already have committed."""
 
 
 @dataclass(frozen=True)
@@ -75,15 +71,6 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
     if request.n is not None and request.n > 1:
         raise BadRequestError(f"n={request.n}: a session records one trajectory, so n must be 1")
     return request
-
-
-def fingerprint(body: bytes) -> str:
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
-
-
-def is_sdk_retry(headers: Mapping[str, str]) -> bool:
-    value = headers.get(RETRY_HEADER, "0")
-    return value.isdigit() and int(value) > 0
 
 
 @dataclass(frozen=True)

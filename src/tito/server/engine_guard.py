@@ -11,12 +11,16 @@ connection closed), then sends the engine's own abort, bounded by `abort_timeout
 SGLang behind a router without `/abort_request`) is logged and counted (`tito_engine_faults{kind="abort_failed"}`),
 never raised: the turn ends with its own reason (410 when its session was deleted), not with the abort's error.
 
+A reply that reports no weight version (vLLM's completions) gets the one the last weight update declared
+(`declared_weight_version`, set by server.drain's resume), if any.
+
 Imports from tito: engines.protocol, errors, server.metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from array import array
@@ -62,6 +66,8 @@ class GuardedEngine:
         self.vocabulary_size = vocabulary_size
         self.metrics = metrics
         self.abort_timeout = abort_timeout
+        self.declared_weight_version: str | None = None
+        """The weight version a weight update declared (server.drain); recorded on a reply that reports none."""
         self._calls: dict[str, _Call] = {}
 
     @property
@@ -82,6 +88,8 @@ class GuardedEngine:
         if _cut_short(call):
             return _aborted(request)
         self.check(generation.output_ids, generation.output_logprobs)
+        if not generation.weight_versions and self.declared_weight_version is not None:
+            return dataclasses.replace(generation, weight_versions=(self.declared_weight_version,))
         return generation
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
@@ -90,6 +98,7 @@ class GuardedEngine:
         next_chunk = chunks.__anext__
         task = asyncio.current_task()
         finished = False
+        versioned = False
         try:
             while not call.aborted:
                 call.task = task
@@ -106,8 +115,11 @@ class GuardedEngine:
                 if call.aborted and _cut_short(call):
                     break
                 self.check(chunk.ids, chunk.logprobs)
+                versioned = versioned or chunk.weight_version is not None
                 if chunk.finish is not None:
                     finished = True
+                    if not versioned and self.declared_weight_version is not None:
+                        chunk = dataclasses.replace(chunk, weight_version=self.declared_weight_version)
                 yield chunk
             if call.aborted:
                 yield GenerationChunk(token_ids(), logprob_values(), _CUT, len(request.prompt_ids), 0)

@@ -5,6 +5,7 @@ Imports nothing from tito but errors.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,6 +104,20 @@ def error_body(exc: TitoError) -> dict[str, Any]:
     return {"error": {"type": type(exc).__name__, "message": str(exc)}}
 
 
+def retry_headers(exc: RetryableError) -> dict[str, str]:
+    """When to retry, as the openai and anthropic SDKs read it: `retry-after-ms`, else `Retry-After` in seconds."""
+    return {
+        "Retry-After": str(max(1, math.ceil(exc.retry_after_s))),
+        "retry-after-ms": str(max(1, round(exc.retry_after_s * 1000))),
+    }
+
+
 def error_headers(exc: TitoError) -> dict[str, str]:
     """Retry-After for an error a client should retry later (the engine down or overloaded)."""
     return {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else {}
+
+
+class PausedError(RetryableError):
+    """Turns are paused for a weight update (`POST /admin/pause`): a 429 the SDKs retry after `Retry-After`."""
+
+    http_status = 429

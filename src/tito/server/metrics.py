@@ -17,6 +17,7 @@ from tito.errors import EngineError, TitoError
 from tito.server.access_log import note_turn
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_DRAIN_BUCKETS = (0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class _ByLabel:
@@ -64,6 +65,18 @@ class ServerMetrics:
             ),
             process,
         )
+        self.turns_held = self.counter("tito_turns_held", "Turns held at the gate while paused (`hold` mode)")
+        self.paused_seconds = self.counter("tito_paused_seconds", "Seconds turns were paused for weight updates")
+        self.drain_seconds = self.histogram(
+            "tito_drain_seconds", "Seconds a drain waited for the turns in flight to end", _DRAIN_BUCKETS
+        )
+        releases = Counter(
+            "tito_router_releases",
+            "Ended sessions released at the router in front of the engines, by outcome: released, no_route, failed",
+            ["process", "outcome"],
+            registry=self.registry,
+        )
+        self.router_releases = _ByLabel(releases, process)
         errors = Counter("tito_errors", "Error replies by type", ["process", "type"], registry=self.registry)
         self.errors = _ByLabel(errors, process)
         engine_faults = Counter(

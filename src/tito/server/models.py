@@ -173,3 +173,6 @@ class SamplesRequest(RequestModel):
         default=None, min_length=1
     )
     """Only the conversations of these kinds (`["main"]`: the main loop only); default: every conversation."""
+    end: bool = False
+    """The agent is done with the session: tito releases it at the router in front of the engines (the session
+    stays readable until deleted or expired)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from tito.server.errors import (
     SessionHeldElsewhereError,
     TakeoverPendingError,
     error_body,
+    retry_headers,
 )
 from tito.server.state import ServerState
 from tito.trajectory.events import SessionDeleted, SessionEvent
@@ -328,6 +328,7 @@ class SharedJournalOwner:
             reason = log.status(now) if log is not None else "deleted"
             registry.apply(SessionDeleted(session_id, now, reason))  # answers 410, as its owner would have
             del self._where[session_id]
+            registry.on_session_end(session_id)  # its dead owner may not have released it at the router
             return
         self.layout.record_copy(self.epoch, session_id, epoch)
         await asyncio.gather(self._sync(self.layout.claims_dir(epoch)), self._sync(self.layout.copies_dir(self.epoch)))
@@ -420,6 +421,4 @@ class OwnershipMiddleware:
 
 def retry_response(exc: RetryableError) -> ASGIApp:
     """A 503 the openai SDK retries after the given time (`retry-after-ms`, else `Retry-After` in seconds)."""
-    headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s))),
-               "retry-after-ms": str(max(1, round(exc.retry_after_s * 1000)))}  # fmt: skip
-    return JSONResponse(error_body(exc), status_code=exc.http_status, headers=headers)
+    return JSONResponse(error_body(exc), status_code=exc.http_status, headers=retry_headers(exc))

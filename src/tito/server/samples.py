@@ -58,7 +58,14 @@ def build_samples(
     metadata = {**(asked.metadata or {}), **server_metadata}
     group_id = asked.group_id or session_group_id
     return session_samples(
-        session_id, trajectory, asked.max_seq_len, posted_reward(asked), metadata, asked.rewards, group_id, asked.conversation_kinds
+        session_id,
+        trajectory,
+        asked.max_seq_len,
+        posted_reward(asked),
+        metadata,
+        asked.rewards,
+        group_id,
+        asked.conversation_kinds,
     )
 
 

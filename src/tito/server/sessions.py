@@ -85,6 +85,10 @@ class Session:
         self.deletion_callbacks.clear()
 
 
+def _nothing(session_id: str) -> None:
+    return None
+
+
 class SessionRegistry:
     """Live sessions by id, capacity and idle-TTL limits, and the event apply path."""
 
@@ -98,6 +102,8 @@ class SessionRegistry:
         self.max_sessions = max_sessions
         self.sink: EventSink = sink or NullSink()
         self._trajectory_factory = trajectory_factory
+        self.on_session_end: Callable[[str], None] = _nothing
+        """Called with a session's id when it ends live (deleted, expired; server.router_release), never on replay."""
         self._sessions: dict[str, Session] = {}
         self._gone: OrderedDict[str, str] = OrderedDict()
         """Deleted or expired ids and why, oldest first."""
@@ -176,6 +182,7 @@ class SessionRegistry:
             event = SessionDeleted(session_id, time.time(), reason)
             await self.sink.record(event)
             self.apply(event)
+        self.on_session_end(session_id)
 
     async def samples_taken(self, session: Session, reward: float | None = None) -> None:
         async with session.lock:
@@ -199,6 +206,7 @@ class SessionRegistry:
                 await self.sink.record(event)
                 self.apply(event)
                 expired.append(session.session_id)
+            self.on_session_end(session.session_id)
         return expired
 
     def _check_live(self, session: Session) -> None:

@@ -1,7 +1,7 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
 Imports from tito: content_tokens, engines.protocol, matching, server.engine_guard, server.metrics,
-server.sessions, server.tokenizers, tokenizer_protocol, trajectory.
+server.router_release, server.sessions, server.tokenizers, server.turn_gate, tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from tito.engines.protocol import Engine
 from tito.matching import matching_policy
 from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
+from tito.server.router_release import RouterRelease
 from tito.server.sessions import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
+from tito.server.turn_gate import TurnGate
 from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TrajectoryKind
 from tito.trajectory.picking import load_hook
@@ -98,6 +100,9 @@ class ServerState:
             options.content_special_tokens,
         )
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
+        self.registry.on_session_end = RouterRelease(engine, self.metrics)  # an ended session freed at the router
+        self.gate = TurnGate(self.metrics)
+        """Pauses and counts turns for weight updates (server.drain)."""
         self.model_name = options.model_name or engine.info.model
 
     def reply_model(self, requested: str | None) -> str:

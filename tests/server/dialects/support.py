@@ -36,3 +36,11 @@ def hang_up_while_sampling(server: Server, path: str, body: dict[str, Any], mark
         time.sleep(0.01)
     assert request_id in server.engine.aborted
     time.sleep(0.1)  # the stream's end, had it committed, would be recorded by now
+
+
+FIRST_TURNS = {
+    "chat": ("v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "once"}]}),
+    "anthropic": ("v1/messages", {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "once"}]}),
+    "responses": ("v1/responses", {"model": "m", "input": "once"}),
+}
+"""A session's first turn in each dialect: the route under the session and the body."""

@@ -5,7 +5,7 @@ committed turn back; every error leaves in the dialect's own shape. `HEAD` on a 
 connectivity probe agents send first.
 
 Imports from tito: errors, server.completions, server.dialects, server.errors, server.lineage, server.models,
-server.replies, server.sessions, server.state, server.streaming, trajectory.events.
+server.replies, server.retries, server.sessions, server.state, server.streaming, trajectory.events.
 """
 
 from __future__ import annotations
@@ -20,15 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.completions import (
-    PreparedTurn,
-    TurnPrompt,
-    complete_turn,
-    fingerprint,
-    is_sdk_retry,
-    plan_prompt,
-    prepare_turn,
-)
+from tito.server.completions import PreparedTurn, TurnPrompt, complete_turn, plan_prompt, prepare_turn
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
@@ -38,6 +30,7 @@ from tito.server.errors import error_headers
 from tito.server.lineage import lineage_of
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
+from tito.server.retries import request_key, unmarked_key
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.server.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
@@ -103,9 +96,9 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        retry = is_sdk_retry(request.headers)
+        key = request_key(body, request.headers)
         lineage = lineage_of(request.headers, asked.chat.messages)
-        prepared = await prepare_turn(state, session, asked.chat, fingerprint(body), retry, lineage)
+        prepared = await prepare_turn(state, session, asked.chat, key.fingerprint, key.is_retry, lineage)
         if asked.stream:
             return streamed(prepared, request, asked, started)
         if isinstance(prepared, PreparedTurn):
@@ -164,7 +157,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             chat = anthropic.chat_request(asked, session, signer, state.tokenizers.family)
             try:  # the prompt ids the turn would run on, attached where planning attaches it (no resend counted)
                 lineage = lineage_of(request.headers, chat.messages)
-                prompt = await plan_prompt(state, session, chat, fingerprint(body), False, lineage)
+                prompt = await plan_prompt(state, session, chat, unmarked_key(body).fingerprint, False, lineage)
                 count = len(prompt.prompt_ids) if isinstance(prompt, TurnPrompt) else 0
             except TitoError:  # a conversation the session cannot extend: its ids rendered whole
                 tito_tokenizer = state.tokenizers.get(

@@ -1,0 +1,132 @@
+"""Weight-update drain: admin routes to pause new turns, report the turns in flight, wait until none are, and resume
+with a new weight version.
+
+An asynchronous RL trainer updates the engines' weights while agents run. Before an update it pauses tito
+(`POST /admin/pause`, `reject`: new turns get 429 with `Retry-After`; `hold`: they wait), waits for the turns in
+flight to end (`POST /admin/drain`), updates the engines, and resumes (`POST /admin/resume` with the new weight
+version). The gate itself is server.turn_gate; `TurnGateMiddleware` puts it in front of every turn route. The
+weight version given on resume is recorded on the turns whose engine reports none
+(`GuardedEngine.declared_weight_version`); an engine that reports its own (SGLang, vLLM's generate endpoint) is
+believed, every version it reported during a turn.
+
+Imports from tito: server.dialects, server.errors, server.replies, server.state, server.turn_gate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tito.server.dialects import anthropic, responses
+from tito.server.errors import BadRequestError, PausedError, error_body, retry_headers, validation_error
+from tito.server.replies import json_response, read_body
+from tito.server.state import ServerState
+from tito.server.turn_gate import PauseMode, TurnGate
+
+TURN_ROUTE = re.compile(r"^/sessions/[^/]+/v1/(chat/completions|messages|responses)$")
+"""The routes that run a turn (Anthropic's count_tokens does not)."""
+_Body = TypeVar("_Body", bound=BaseModel)
+
+
+class PauseRequest(BaseModel):
+    """`POST /admin/pause`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["reject", "hold"] = "reject"
+    """`reject`: a new turn gets 429 with Retry-After; `hold`: it waits until resume."""
+    retry_after: float = Field(default=1.0, gt=0)
+    """Seconds a refused turn is told to wait (`reject`)."""
+
+
+class ResumeRequest(BaseModel):
+    """`POST /admin/resume`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weight_version: str | None = Field(default=None, min_length=1)
+    """The engines' weight version from now on: recorded on turns whose engine reports none."""
+
+
+def add_admin_routes(app: FastAPI, state: ServerState) -> None:
+    """`POST /admin/pause`, `GET /admin/turns`, `POST /admin/drain?timeout=S`, `POST /admin/resume` (behind the
+    server's API key, as every route)."""
+    gate, engine, max_body_bytes = state.gate, state.engine, state.options.max_body_bytes
+
+    def status() -> dict[str, Any]:
+        return gate.status() | {"weight_version": engine.declared_weight_version}
+
+    @app.post("/admin/pause")
+    async def pause(request: Request) -> Response:
+        asked = await _body(request, PauseRequest, max_body_bytes)
+        gate.pause(PauseMode(asked.mode), asked.retry_after)
+        return json_response(status())
+
+    @app.get("/admin/turns")
+    async def turns() -> Response:
+        return json_response(status())
+
+    @app.post("/admin/drain")
+    async def drain(request: Request) -> Response:
+        raw = request.query_params.get("timeout", "600")
+        try:
+            timeout = float(raw)
+        except ValueError:
+            raise BadRequestError(f"timeout={raw[:50]!r}: give the most seconds to wait, e.g. ?timeout=60") from None
+        if not math.isfinite(timeout) or timeout < 0:
+            raise BadRequestError(f"timeout={raw[:50]!r}: give a number of seconds >= 0")
+        drained, waited = await gate.drain(timeout)
+        return json_response(status() | {"drained": drained, "drain_seconds": waited}, 200 if drained else 504)
+
+    @app.post("/admin/resume")
+    async def resume(request: Request) -> Response:
+        asked = await _body(request, ResumeRequest, max_body_bytes)
+        if asked.weight_version is not None:
+            engine.declared_weight_version = asked.weight_version
+        paused = gate.resume()
+        return json_response(status() | {"paused_for_seconds": paused})
+
+
+async def _body(request: Request, model: type[_Body], max_body_bytes: int) -> _Body:
+    body = await read_body(request, max_body_bytes)
+    try:
+        return model.model_validate_json(body) if body.strip() else model()
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+
+
+class TurnGateMiddleware:
+    """Every turn route passes `TurnGate.turn()` for the whole of its reply (a stream until its last event); a
+    refusal is answered in the route's dialect, with `Retry-After` and `retry-after-ms`."""
+
+    def __init__(self, app: ASGIApp, gate: TurnGate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or TURN_ROUTE.match(scope["path"]) is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            async with self.gate.turn():
+                await self.app(scope, receive, send)
+        except PausedError as exc:
+            self.gate.metrics.count_error(exc)
+            await _refusal(scope["path"], exc)(scope, receive, send)
+
+
+def _refusal(path: str, exc: PausedError) -> JSONResponse:
+    if path.endswith("/messages"):
+        body, status = anthropic.error_body(exc)
+    elif path.endswith("/responses"):
+        body, status = responses.error_body(exc)
+    else:
+        body, status = error_body(exc), exc.http_status
+    return JSONResponse(body, status_code=status, headers=retry_headers(exc))
