@@ -73,12 +73,32 @@ class Placement:
             return [s.url for s in live if now - s.polled_at >= self.poll_every_s]
 
     def candidates(self) -> list[str]:
-        """Live, ready servers, least loaded first (ties: the least recently chosen); not-ready ones last."""
+        """Live servers, the one to place on first: ready before not ready, answering before failing, then the
+        least loaded, ties going to the least recently chosen."""
         with self._lock:
-            live = [s for s in self.servers.values() if s.dead_reason is None]
-            live.sort(key=lambda s: (s.load is not None and not s.load.ready, s.failing_since is not None,
-                                     s.score, s.chosen_at))  # fmt: skip
-            return [s.url for s in live]
+            return [server.url for server in self._ranked(set())]
+
+    def pick(self, tried: set[str]) -> str | None:
+        """The first candidate not in `tried`, counted as placed on at once (concurrent creates spread); None when
+        none is left. `unpick` undoes the count when the create fails."""
+        with self._lock:
+            ranked = self._ranked(tried)
+            if not ranked:
+                return None
+            ranked[0].placed_since_poll += 1
+            ranked[0].chosen_at = next(self._choices)
+            return ranked[0].url
+
+    def unpick(self, url: str) -> None:
+        with self._lock:
+            server = self.servers[url]
+            server.placed_since_poll = max(0, server.placed_since_poll - 1)
+
+    def _ranked(self, tried: set[str]) -> list[Server]:
+        live = [s for s in self.servers.values() if s.dead_reason is None and s.url not in tried]
+        live.sort(key=lambda s: (s.load is not None and not s.load.ready, s.failing_since is not None,
+                                 s.score, s.chosen_at))  # fmt: skip
+        return live
 
     def note_load(self, url: str, load: ServerLoad, now: float) -> None:
         with self._lock:
@@ -121,11 +141,10 @@ class Placement:
             return lost
 
     def place(self, session_id: str, url: str) -> None:
+        """The session lives on `url` (picked for it, or found there)."""
         with self._lock:
             server = self.servers[url]
             server.sessions.add(session_id)
-            server.placed_since_poll += 1
-            server.chosen_at = next(self._choices)
             server.failing_since = None
             self.owner[session_id] = url
 

@@ -69,6 +69,12 @@ class _PoolBase:
     def _ends(self, deadline_s: float | None) -> float:
         return time.monotonic() + (self.deadline_s if deadline_s is None else deadline_s)
 
+    def _share(self, ends: float, tried: set[str]) -> float:
+        """A create attempt's part of the deadline: what is left, split over this server and those not yet tried
+        (a silent server leaves time for the next)."""
+        untried = len([url for url in self.placement.alive() if url not in tried])
+        return (ends - time.monotonic()) / (1 + untried)
+
     def _failed(self, url: str, error: ServerUnavailableError) -> None:
         self.placement.note_failure(url, str(error), time.monotonic())
 
@@ -111,25 +117,26 @@ class SessionPool(_PoolBase):
         full or does not answer is skipped; AtCapacityError when all are full, ServerUnavailableError when none
         answered."""
         ends = self._ends(deadline_s)
-        self._poll(self.placement.stale(time.monotonic()), min(POLL_DEADLINE_S, ends - time.monotonic()))
+        self._poll(self.placement.stale(time.monotonic()), _poll_budget(ends))
         refusals: list[tuple[str, Exception]] = []
-        candidates = self.placement.candidates()
-        for index, url in enumerate(candidates):
-            share = (ends - time.monotonic()) / (len(candidates) - index)
+        tried: set[str] = set()
+        while (url := self.placement.pick(tried)) is not None:
+            tried.add(url)
+            share = self._share(ends, tried)
             if share <= 0:
+                self.placement.unpick(url)
                 break
             try:
                 handle = self.clients[url].create_session(deadline_s=share, **_create_options(options))
-            except AtCapacityError as error:
-                refusals.append((url, error))
-                continue
-            except ServerUnavailableError as error:
-                self._failed(url, error)
+            except (AtCapacityError, ServerUnavailableError) as error:
+                self.placement.unpick(url)
+                if isinstance(error, ServerUnavailableError):
+                    self._failed(url, error)
                 refusals.append((url, error))
                 continue
             self.placement.place(handle.session_id, url)
             return handle
-        raise _no_server(refusals, candidates)
+        raise _no_server(refusals, tried)
 
     def samples(self, session_id: str, *, deadline_s: float | None = None, **options: Any) -> Samples:
         """The session's samples (`options` as `TitoClient.samples`); SessionLostError when its server died."""
@@ -226,25 +233,26 @@ class AsyncSessionPool(_PoolBase):
     async def create_session(self, *, deadline_s: float | None = None, **options: Any) -> SessionHandle:
         """As `SessionPool.create_session`."""
         ends = self._ends(deadline_s)
-        await self._poll(self.placement.stale(time.monotonic()), min(POLL_DEADLINE_S, ends - time.monotonic()))
+        await self._poll(self.placement.stale(time.monotonic()), _poll_budget(ends))
         refusals: list[tuple[str, Exception]] = []
-        candidates = self.placement.candidates()
-        for index, url in enumerate(candidates):
-            share = (ends - time.monotonic()) / (len(candidates) - index)
+        tried: set[str] = set()
+        while (url := self.placement.pick(tried)) is not None:
+            tried.add(url)
+            share = self._share(ends, tried)
             if share <= 0:
+                self.placement.unpick(url)
                 break
             try:
                 handle = await self.clients[url].create_session(deadline_s=share, **_create_options(options))
-            except AtCapacityError as error:
-                refusals.append((url, error))
-                continue
-            except ServerUnavailableError as error:
-                self._failed(url, error)
+            except (AtCapacityError, ServerUnavailableError) as error:
+                self.placement.unpick(url)
+                if isinstance(error, ServerUnavailableError):
+                    self._failed(url, error)
                 refusals.append((url, error))
                 continue
             self.placement.place(handle.session_id, url)
             return handle
-        raise _no_server(refusals, candidates)
+        raise _no_server(refusals, tried)
 
     async def samples(self, session_id: str, *, deadline_s: float | None = None, **options: Any) -> Samples:
         """As `SessionPool.samples`."""
@@ -324,6 +332,11 @@ class AsyncSessionPool(_PoolBase):
         await self.aclose()
 
 
+def _poll_budget(ends: float) -> float:
+    """A create's load polls get at most a quarter of its deadline: a silent server must leave time for the others."""
+    return min(POLL_DEADLINE_S, (ends - time.monotonic()) / 4)
+
+
 def _left(ends: float, session_id: str, url: str) -> float:
     left = ends - time.monotonic()
     if left <= 0:
@@ -331,11 +344,11 @@ def _left(ends: float, session_id: str, url: str) -> float:
     return left
 
 
-def _no_server(refusals: list[tuple[str, Exception]], candidates: list[str]) -> Exception:
+def _no_server(refusals: list[tuple[str, Exception]], tried: set[str]) -> Exception:
     """The error of a create no server took: at capacity when every server said so, else unavailable."""
-    if not candidates:
+    if not tried:
         return ServerUnavailableError("no live tito server left in the pool", url="")
     said = "; ".join(f"{url}: {error}" for url, error in refusals) or "the deadline passed before any answered"
-    if refusals and len(refusals) == len(candidates) and all(isinstance(e, AtCapacityError) for _, e in refusals):
+    if refusals and len(refusals) == len(tried) and all(isinstance(e, AtCapacityError) for _, e in refusals):
         return AtCapacityError("every server is at capacity: " + said)
     return ServerUnavailableError("no server created the session: " + said, url="")
