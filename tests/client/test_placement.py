@@ -82,3 +82,12 @@ def test_with_a_shared_journal_a_dead_servers_sessions_move_to_live_ones() -> No
 def test_an_unknown_session_is_a_bad_request() -> None:
     with pytest.raises(BadRequestError, match="not created through this pool"):
         placement().server_of("nope")
+
+
+def test_a_create_waits_only_for_servers_never_heard_from_and_no_server_is_polled_twice_at_once() -> None:
+    pool = placement()
+    pool.note_load(A, ServerLoad(sessions=1, turns_in_flight=0, ready=True), now=0.0)
+    assert pool.due(now=1.0) == ([B, C], [A])
+    assert pool.due(now=1.0) == ([], [])  # all three in flight
+    pool.polled(A)
+    assert pool.due(now=1.0) == ([], [A])

@@ -60,6 +60,7 @@ class Placement:
         self.shared_journal = shared_journal
         self.owner: dict[str, str] = {}
         self.lost: dict[str, Lost] = {}
+        self._polling: set[str] = set()
         self._lock = threading.Lock()
         self._choices = itertools.count(1)
 
@@ -71,6 +72,20 @@ class Placement:
         with self._lock:
             live = [s for s in self.servers.values() if s.dead_reason is None]
             return [s.url for s in live if now - s.polled_at >= self.poll_every_s]
+
+    def due(self, now: float) -> tuple[list[str], list[str]]:
+        """The polls a create starts, each marked in flight until `polled`: (servers never heard from, which it
+        waits for; stale ones, polled in the background). Concurrent creates never poll a server twice at once."""
+        with self._lock:
+            live = [s for s in self.servers.values() if s.dead_reason is None and s.url not in self._polling]
+            stale = [s for s in live if now - s.polled_at >= self.poll_every_s]
+            self._polling.update(s.url for s in stale)
+            never = [s.url for s in stale if s.load is None and s.failing_since is None]
+            return never, [s.url for s in stale if s.url not in never]
+
+    def polled(self, url: str) -> None:
+        with self._lock:
+            self._polling.discard(url)
 
     def candidates(self) -> list[str]:
         """Live servers, the one to place on first: ready before not ready, answering before failing, then the

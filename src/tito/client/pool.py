@@ -106,7 +106,8 @@ class SessionPool(_PoolBase):
         super().__init__(urls, deadline_s=deadline_s, dead_after_s=dead_after_s, poll_every_s=poll_every_s,
                          shared_journal=shared_journal)  # fmt: skip
         self.clients = {url: TitoClient(url, api_key=api_key, deadline_s=deadline_s) for url in self.urls}
-        self._polls = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="tito-pool")
+        self._polls = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="tito-pool-poll")
+        self._calls = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tito-pool")
 
     def check(self, deadline_s: float = POLL_DEADLINE_S) -> list[Lost]:
         """Polls every live server's load now; returns the sessions this found lost."""
@@ -117,7 +118,10 @@ class SessionPool(_PoolBase):
         full or does not answer is skipped; AtCapacityError when all are full, ServerUnavailableError when none
         answered."""
         ends = self._ends(deadline_s)
-        self._poll(self.placement.stale(time.monotonic()), _poll_budget(ends))
+        wait_for, background = self.placement.due(time.monotonic())
+        for stale in background:
+            self._polls.submit(self._poll_one, stale, POLL_DEADLINE_S)
+        self._poll(wait_for, _poll_budget(ends))
         refusals: list[tuple[str, Exception]] = []
         tried: set[str] = set()
         while (url := self.placement.pick(tried)) is not None:
@@ -166,7 +170,7 @@ class SessionPool(_PoolBase):
             except SessionLostError:
                 return self.placement.lost[session_id]
 
-        return dict(zip(list(session_ids), self._polls.map(one, list(session_ids)), strict=True))
+        return dict(zip(list(session_ids), self._calls.map(one, list(session_ids)), strict=True))
 
     def _on_session(self, session_id: str, deadline_s: float | None, call: Callable[[TitoClient, float], T]) -> T:
         ends = self._ends(deadline_s)
@@ -185,20 +189,24 @@ class SessionPool(_PoolBase):
 
     def _poll(self, urls: list[str], deadline_s: float) -> list[Lost]:
         if not urls or deadline_s <= 0:
+            for url in urls:
+                self.placement.polled(url)
             return []
+        return [lost for found in self._polls.map(self._poll_one, urls, [deadline_s] * len(urls)) for lost in found]
 
-        def poll(url: str) -> list[Lost]:
-            try:
-                load = self.clients[url].load(deadline_s=deadline_s)
-            except ServerUnavailableError as error:
-                return self.placement.note_failure(url, str(error), time.monotonic())
-            self.placement.note_load(url, load, time.monotonic())
-            return []
-
-        return [lost for found in self._polls.map(poll, urls) for lost in found]
+    def _poll_one(self, url: str, deadline_s: float) -> list[Lost]:
+        try:
+            load = self.clients[url].load(deadline_s=deadline_s)
+        except ServerUnavailableError as error:
+            return self.placement.note_failure(url, str(error), time.monotonic())
+        finally:
+            self.placement.polled(url)
+        self.placement.note_load(url, load, time.monotonic())
+        return []
 
     def close(self) -> None:
         self._polls.shutdown(wait=False)
+        self._calls.shutdown(wait=False)
         for client in self.clients.values():
             client.close()
 
@@ -225,6 +233,7 @@ class AsyncSessionPool(_PoolBase):
         super().__init__(urls, deadline_s=deadline_s, dead_after_s=dead_after_s, poll_every_s=poll_every_s,
                          shared_journal=shared_journal)  # fmt: skip
         self.clients = {url: AsyncTitoClient(url, api_key=api_key, deadline_s=deadline_s) for url in self.urls}
+        self._background: set[asyncio.Future[list[Lost]]] = set()
 
     async def check(self, deadline_s: float = POLL_DEADLINE_S) -> list[Lost]:
         """Polls every live server's load now; returns the sessions this found lost."""
@@ -233,7 +242,12 @@ class AsyncSessionPool(_PoolBase):
     async def create_session(self, *, deadline_s: float | None = None, **options: Any) -> SessionHandle:
         """As `SessionPool.create_session`."""
         ends = self._ends(deadline_s)
-        await self._poll(self.placement.stale(time.monotonic()), _poll_budget(ends))
+        wait_for, background = self.placement.due(time.monotonic())
+        for stale in background:
+            task = asyncio.ensure_future(self._poll_one(stale, POLL_DEADLINE_S))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        await self._poll(wait_for, _poll_budget(ends))
         refusals: list[tuple[str, Exception]] = []
         tried: set[str] = set()
         while (url := self.placement.pick(tried)) is not None:
@@ -309,19 +323,25 @@ class AsyncSessionPool(_PoolBase):
 
     async def _poll(self, urls: list[str], deadline_s: float) -> list[Lost]:
         if not urls or deadline_s <= 0:
+            for url in urls:
+                self.placement.polled(url)
             return []
+        found = await asyncio.gather(*(self._poll_one(url, deadline_s) for url in urls))
+        return [lost for each in found for lost in each]
 
-        async def poll(url: str) -> list[Lost]:
-            try:
-                load = await self.clients[url].load(deadline_s=deadline_s)
-            except ServerUnavailableError as error:
-                return self.placement.note_failure(url, str(error), time.monotonic())
-            self.placement.note_load(url, load, time.monotonic())
-            return []
-
-        return [lost for found in await asyncio.gather(*(poll(url) for url in urls)) for lost in found]
+    async def _poll_one(self, url: str, deadline_s: float) -> list[Lost]:
+        try:
+            load = await self.clients[url].load(deadline_s=deadline_s)
+        except ServerUnavailableError as error:
+            return self.placement.note_failure(url, str(error), time.monotonic())
+        finally:
+            self.placement.polled(url)
+        self.placement.note_load(url, load, time.monotonic())
+        return []
 
     async def aclose(self) -> None:
+        for task in self._background:
+            task.cancel()
         for client in self.clients.values():
             await client.aclose()
 
