@@ -1,14 +1,16 @@
 """The same agents through one tito server and through `AsyncSessionPool` over two servers, side by side in one run.
 
 Everything real and on loopback: `tito serve --engine instant` processes (the instant engine answers a fixed reply
-at once, so what is measured is tito, the pool and the client), and this process as the load: `--concurrency`
+at once, so what is measured is tito, the pool and the client), and this process as the load (aiohttp for the
+agents' turns: httpx's pool serialises many concurrent requests; the pool's own calls are httpx): `--concurrency`
 agents, each a session of `--turns` turns (each resending the whole conversation), then its samples and its
 deletion, then a new session, for `--seconds`. Rounds alternate one server / the pool (best round kept), so load
 from others on a shared machine hits both alike.
   turns/s          committed turns per second of the phase.
   CPU ms/turn      tito's own cost: the `tito serve` processes' user+system CPU over the phase (/proc) / turns.
-  pool ms/call     wall time of the pool's create/samples/delete, less the same call through a plain
-                   AsyncTitoClient in the one-server phase (the pool's choice, its /load polls and its map).
+  pool ms/call     wall time of the pool's create/samples/delete over that one server (a third phase: the pool
+                   over the same single server), less the same call through a plain AsyncTitoClient: the pool's
+                   choice, its /load polls and its map, under the same load.
   bookkeeping us   the pool's own work per session without I/O (pick, place, look up, forget), in a tight loop.
 The client shares the machine's cores with the servers: on 2 cores the client is a large part of the load.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 from tests.engines.servers import free_port
 
@@ -98,8 +101,8 @@ async def timed(phase: Phase, call: str, awaitable: Any) -> Any:
 async def run_phase(sessions: Any, servers: list[TitoServe], args: argparse.Namespace) -> Phase:
     """`sessions`: an AsyncSessionPool or an AsyncTitoClient (the same three calls)."""
     phase = Phase()
-    limits = httpx.Limits(max_connections=args.concurrency * 2, max_keepalive_connections=args.concurrency * 2)
-    async with httpx.AsyncClient(timeout=30, limits=limits, trust_env=False) as http:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
         ends = time.monotonic() + args.seconds
 
         async def agent() -> None:
@@ -108,9 +111,11 @@ async def run_phase(sessions: Any, servers: list[TitoServe], args: argparse.Name
                 messages: list[dict[str, str]] = []
                 for number in range(args.turns):
                     messages.append({"role": "user", "content": f"step {number}"})
-                    reply = await http.post(f"{handle.openai_base_url}/chat/completions", json={"messages": messages})
-                    reply.raise_for_status()
-                    messages.append({"role": "assistant", "content": reply.json()["choices"][0]["message"]["content"]})
+                    url = f"{handle.openai_base_url}/chat/completions"
+                    async with http.post(url, json={"messages": messages}) as reply:
+                        reply.raise_for_status()
+                        body = await reply.json()
+                    messages.append({"role": "assistant", "content": body["choices"][0]["message"]["content"]})
                     phase.turns += 1
                 await timed(phase, "samples", sessions.samples(handle.session_id))
                 await timed(phase, "delete", sessions.delete_session(handle.session_id))
@@ -148,22 +153,26 @@ async def main(args: argparse.Namespace) -> None:
         for round_number in range(args.rounds):
             async with AsyncTitoClient(single.url, max_connections=args.concurrency * 2) as client:
                 one = await run_phase(client, [single], args)
+            async with AsyncSessionPool([single.url]) as pool:
+                over_one = await run_phase(pool, [single], args)
             async with AsyncSessionPool([server.url for server in pair]) as pool:
                 two = await run_phase(pool, pair, args)
-            print(f"round {round_number + 1}: one server {one.rate:.0f} turns/s, pool of two {two.rate:.0f} turns/s")
-            for name, phase in (("one", one), ("pool", two)):
+            print(f"round {round_number + 1}: one server {one.rate:.0f} turns/s, pool over it {over_one.rate:.0f}, "
+                  f"pool of two {two.rate:.0f} turns/s")  # fmt: skip
+            for name, phase in (("one", one), ("pool of one", over_one), ("pool", two)):
                 if name not in best or phase.rate > best[name].rate:
                     best[name] = phase
-        one, two = best["one"], best["pool"]
+        one, over_one, two = best["one"], best["pool of one"], best["pool"]
         print(f"\nagents {args.concurrency}, {args.turns} turns per session, {args.seconds:g} s per phase, best of "
               f"{args.rounds} rounds; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-        print(f"{'':28}{'one server':>12}{'pool of 2':>12}{'ratio':>8}")
-        print(f"{'turns/s':28}{one.rate:12.0f}{two.rate:12.0f}{two.rate / one.rate:8.2f}")
-        print(f"{'tito CPU ms/turn':28}{one.cpu_ms:12.2f}{two.cpu_ms:12.2f}{two.cpu_ms / one.cpu_ms:8.2f}")
+        print(f"{'':20}{'one server':>12}{'pool of 2':>12}{'ratio':>8}{'pool over 1':>14}")
+        print(f"{'turns/s':20}{one.rate:12.0f}{two.rate:12.0f}{two.rate / one.rate:8.2f}{over_one.rate:14.0f}")
+        print(f"{'tito CPU ms/turn':20}{one.cpu_ms:12.2f}{two.cpu_ms:12.2f}{two.cpu_ms / one.cpu_ms:8.2f}"
+              f"{over_one.cpu_ms:14.2f}")  # fmt: skip
         for call in ("create", "samples", "delete"):
-            extra = two.mean_ms(call) - one.mean_ms(call)
-            row = f"{call + ' ms/call':28}{one.mean_ms(call):12.2f}{two.mean_ms(call):12.2f}"
-            print(f"{row}{'':>8}  pool: {extra:+.2f}")
+            extra = over_one.mean_ms(call) - one.mean_ms(call)
+            row = f"{call + ' ms/call':20}{one.mean_ms(call):12.2f}{two.mean_ms(call):12.2f}{'':8}"
+            print(f"{row}{over_one.mean_ms(call):14.2f}  the pool's own: {extra:+.2f} ms")
         print(f"pool bookkeeping per session (pick, place, look up, forget): {bookkeeping_us():.1f} us")
     finally:
         for server in servers:
