@@ -27,13 +27,14 @@ from tito.client import DeadlineExceededError, Lost, Samples, SessionHandle
 
 pytestmark = pytest.mark.ray
 
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # every node on 127.0.0.1, before Ray is imported
 TURN_DEADLINE_S = 120.0
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """A head and one worker node, one CPU each, no dashboard; the driver connected to it."""
+    """A head and one worker node, one CPU each, no dashboard; the driver connected to it. Every node on 127.0.0.1:
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, set before Ray is imported (Ray reads it then) and inherited by its nodes."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     import ray
     from ray.cluster_utils import Cluster
 

@@ -86,10 +86,6 @@ class _PoolBase:
         return now if now != url else None
 
 
-def _create_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in options.items() if name != "deadline_s"}
-
-
 class SessionPool(_PoolBase):
     """A blocking pool over tito servers (`urls`); `deadline_s` bounds every call."""
 
@@ -131,7 +127,7 @@ class SessionPool(_PoolBase):
                 self.placement.unpick(url)
                 break
             try:
-                handle = self.clients[url].create_session(deadline_s=share, **_create_options(options))
+                handle = self.clients[url].create_session(deadline_s=share, **options)
             except (AtCapacityError, ServerUnavailableError) as error:
                 self.placement.unpick(url)
                 if isinstance(error, ServerUnavailableError):
@@ -257,7 +253,7 @@ class AsyncSessionPool(_PoolBase):
                 self.placement.unpick(url)
                 break
             try:
-                handle = await self.clients[url].create_session(deadline_s=share, **_create_options(options))
+                handle = await self.clients[url].create_session(deadline_s=share, **options)
             except (AtCapacityError, ServerUnavailableError) as error:
                 self.placement.unpick(url)
                 if isinstance(error, ServerUnavailableError):
