@@ -34,6 +34,7 @@ from tito.server.drain import TurnGateMiddleware, add_admin_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
 from tito.server.journaling import open_server_journal
 from tito.server.lineage import lineage_of
+from tito.server.load import add_load_route
 from tito.server.logprobs import choice_logprobs
 from tito.server.metrics import ServerMetrics
 from tito.server.models import SamplesRequest, SessionRequest
@@ -141,6 +142,8 @@ def create_app(state: ServerState) -> FastAPI:
         if owner is not None and not owner.serving:
             return json_response({"ready": False, "lease_lost": owner.lease_lost}, 503)
         return json_response({"ready": True})
+
+    add_load_route(app, state, lambda: owner is None or owner.serving)  # GET /load: what a session pool places by
 
     @app.get("/metrics")
     async def prometheus() -> Response:
