@@ -39,7 +39,8 @@ async def drive(registry: SessionRegistry) -> str:
         messages = [*(stored[:2] if retry else stored), {"role": "user", "content": text}]
         plan = trajectory.plan(messages, None, text, False)
         event = turn(sid, trajectory.store.next_node_id, plan.parent_id, len(plan.stored_ids), text)
-        assert await registry.commit(session, plan, event) == event  # recorded as built (ids in commit order)
+        committed = await registry.commit(session, plan, event)  # recorded as built (ids in commit order)
+        assert committed is not None and (committed.node_id, committed.output_ids) == (event.node_id, event.output_ids)
     await registry.samples_taken(session)
     return sid
 

@@ -176,6 +176,15 @@ class EpisodeStore:
         node: Node = self._store_of(node_id).get(node_id)
         return node
 
+    def by_response_id(self, response_id: str) -> Node | None:
+        """The node that committed the reply `response_id`, in whichever conversation holds it (each conversation's
+        store keeps its own index)."""
+        for conversation in self._episode.conversations.values():
+            node: Node | None = conversation.trajectory.store.by_response_id(response_id)
+            if node is not None:
+                return node
+        return None
+
     def path(self, node_id: int) -> list[Node]:
         path: list[Node] = self._store_of(node_id).path(node_id)
         return path
