@@ -40,7 +40,7 @@ from tito.server.models import SamplesRequest, SessionRequest
 from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
-from tito.server.samples import build_samples, samples_format, samples_response
+from tito.server.samples import asked_json, build_samples, samples_format, samples_response
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
 from tito.server.ui import InspectorPageMiddleware
@@ -212,7 +212,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
-        await registry.samples_taken(session, built[0].reward)
+        await registry.samples_taken(session, built[0].reward, asked_json(asked))
         return samples_response(session_id, built, wanted)
 
     return app

@@ -72,6 +72,10 @@ class SamplesRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_seq_len: int | None = Field(default=None, ge=1)
+    prompt_length: int | None = Field(default=None, ge=1)
+    """A trainer's prompt budget (verl's `rollout.prompt_length`): a longer prompt is refused (422)."""
+    response_length: int | None = Field(default=None, ge=1)
+    """A trainer's response budget (verl's `rollout.response_length`): whole turns kept while they fit."""
     reward: float | None = None
     """Every sample's reward unless `rewards` names its last turn's response id."""
     rewards: dict[str, float] | None = None
@@ -80,4 +84,5 @@ class SamplesRequest(BaseModel):
     """Overrides the session's `group_id` on these samples."""
     metadata: dict[str, Any] | None = None
     format: str | None = None
-    """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""
+    """`json` (default), `safetensors`, or a trainer's (`tito.trajectory.exports`): `verl`, `skyrl`, `prime-rl`,
+    `trl`, `miles`, `areal`, `nemo_gym`."""
