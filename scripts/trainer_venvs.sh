@@ -52,5 +52,6 @@ if ! fresh_venv "$V" "$PY312"; then
 fi
 [[ "${1:-}" == "--install-only" ]] && exit 0
 
-.venv-trainers-verl/bin/python -m pytest -q -m trainers -p no:randomly "$TESTS/test_verl.py" "$TESTS/test_areal.py"
+.venv-trainers-verl/bin/python -m pytest -q -m trainers -p no:randomly "$TESTS/test_verl.py" "$TESTS/test_verl_step.py" \
+    "$TESTS/test_areal.py"
 .venv-trainers-py312/bin/python -m pytest -q -m trainers -p no:randomly "$TESTS/test_skyrl.py" "$TESTS/test_nemo_gym.py"
