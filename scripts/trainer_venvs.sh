@@ -35,7 +35,8 @@ if ! fresh_venv "$V" python3.11; then
     "$V/bin/pip" install -q "torch==2.13.0"
     "$V/bin/pip" install -q -e . "verl==0.9.1" "cachetools==8.0.2" "pytest==9.2.0"
     "$V/bin/pip" install -q --no-deps "areal==1.0.4"
-    "$V/bin/pip" install -q "colorlog==6.12.0" "flask==3.1.3" "lark==1.3.1" "numba==0.68.1" "einops==0.8.2"
+    "$V/bin/pip" install -q "colorlog==6.12.0" "flask==3.1.3" "lark==1.3.1" "numba==0.68.1" "einops==0.8.2" \
+        "tenacity==9.2.1" "aiofiles==25.1.0"
     "$V/bin/python" -c "import torch; assert torch.version.cuda is None, torch.__version__"
     echo "$STAMP" > "$V/tito-stamp"
 fi
