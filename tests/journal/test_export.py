@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -130,3 +131,43 @@ def test_a_session_that_cannot_become_samples_is_reported_and_the_others_export(
     assert code == 1
     assert plain in exported_sessions(jsonl) and "hooked" not in exported_sessions(jsonl)
     assert "session hooked: not exported: ConfigurationError" in capsys.readouterr().err
+
+
+def sample_as_asked(server: Any, session_id: str, format: str) -> list[Any] | dict[str, Any]:
+    """`/samples` with a reward per response id, a group, metadata and budgets that keep two of the three turns."""
+    (whole,) = server.http.post(f"/sessions/{session_id}/samples").json()["samples"]
+    first, second = whole["spans"][:2]
+    asked = {"reward": 0.5, "rewards": {second["response_id"]: 1.0}, "group_id": "g-7", "max_seq_len": 4096,
+             "prompt_length": first["start"], "response_length": second["end"] - first["start"],
+             "metadata": {"task": "t"}, "format": format}  # fmt: skip
+    reply = server.http.post(f"/sessions/{session_id}/samples", json=asked)
+    assert reply.status_code == 200, reply.text
+    samples: list[Any] | dict[str, Any] = reply.json()["samples"]
+    return samples
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["live", "restarted"])
+@pytest.mark.parametrize("format", ["json", "verl", "skyrl"])
+def test_an_export_replays_what_samples_was_given_rewards_group_and_budgets(
+    qwen3_tokenizer: LocalTokenizer, tmp_path: Path, format: str, restarted: bool
+) -> None:
+    """The journal keeps the `/samples` body: a session sampled with rewards, a group, budgets and metadata (live,
+    or on a server restarted from the journal) exports as that reply, field for field."""
+    journal = tmp_path / "journal"
+    with running_server(qwen3_tokenizer, journal=journal) as server:
+        session_id = server.new_session()
+        converse(server, session_id, [[{"role": "user", "content": f"question {index}"}] for index in range(3)])
+        if not restarted:
+            served = sample_as_asked(server, session_id, format)
+    if restarted:
+        with running_server(qwen3_tokenizer, journal=journal) as server:
+            served = sample_as_asked(server, session_id, format)
+    code, document = export(journal, tmp_path / "out", "--format", "jsonl" if format == "json" else format,
+                            "--session", session_id)  # fmt: skip
+    assert code == 0
+    if format == "json":
+        (sample,) = served
+        assert sample["metadata"]["truncated_turns"] == 1 and sample["group_id"] == "g-7" and sample["reward"] == 1.0
+        assert [orjson.loads(line) for line in document.splitlines()] == served
+    else:
+        assert orjson.loads(document) == served

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from tests.server.conftest import Server, running_server
+from tito.cli import main
 from tito.errors import JournalError
 from tito.journal import JournalWriter, replay
 from tito.journal.leases import Lease, write_lease
@@ -217,3 +219,31 @@ def test_a_takeover_cut_short_by_a_second_crash_is_redone_from_the_whole_source(
     assert stored_response_ids(third, session_id)[:2] == received
     claim = layout.read_claim(source, session_id)
     assert claim is not None and claim.generation == 2 and claim.complete
+
+
+def test_a_taken_over_sessions_journal_export_replays_the_samples_request_its_adopter_got(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """Sampled once before the crash and again, with rewards, a group and a budget, on the process that took it
+    over: an export of the adopter's stream equals the adopter's reply (the journal keeps each `/samples` body)."""
+    first, second = cluster("first"), cluster("second")
+    session_id = first.new_session()
+    messages = converse(first, session_id, 2)
+    assert first.http.post(f"/sessions/{session_id}/samples", json={"reward": 0.0}).status_code == 200
+    crash(first)
+    assert until_taken_over(second, session_id, [*messages, user("step 2")])[-1].status_code == 200
+    (whole,) = second.http.post(f"/sessions/{session_id}/samples").json()["samples"]
+    first_span, second_span = whole["spans"][:2]
+    asked = {"rewards": {second_span["response_id"]: 1.0}, "group_id": "g-9", "format": "verl",
+             "response_length": second_span["end"] - first_span["start"]}  # fmt: skip
+    reply = second.http.post(f"/sessions/{session_id}/samples", json=asked)
+    assert reply.status_code == 200, reply.text
+    sink: Any = second.state.registry.sink
+    stream = SharedJournalLayout(tmp_path).stream_dir(sink.keeper.lease.epoch)
+    out = tmp_path / "export.json"
+    code = main(["journal", "export", str(stream), "--all", "--format", "verl", "--session", session_id,
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0
+    (record,) = orjson.loads(out.read_bytes())
+    assert [record] == reply.json()["samples"]
+    assert record["reward_score"] == 1.0 and record["extra_fields"]["uid"] == "g-9"

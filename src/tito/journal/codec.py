@@ -98,6 +98,7 @@ def _encode(event: SessionEvent) -> tuple[EventType, bytes]:
         parts.append(_encode_array(event.output_logprobs, "f"))
         return EventType.TURN_COMMITTED, b"".join(parts)
     if isinstance(event, SamplesTaken):
+        parts.append(_encode_blob(_json(event.request)))
         return EventType.SAMPLES_TAKEN, b"".join(parts)
     parts.append(_encode_str(event.reason))
     return EventType.SESSION_DELETED, b"".join(parts)
@@ -148,7 +149,9 @@ def decode_event(event_type: int, payload: bytes | memoryview) -> SessionEvent:
                 opening=None if opening is None else ConversationOpening(**opening),
             )
         if kind is EventType.SAMPLES_TAKEN:
-            return SamplesTaken(session_id=session_id, at=at)
+            # Records written before the request was kept end at `at`.
+            request = json.loads(_decode_blob(view, offset)[0]) if offset < len(view) else {}
+            return SamplesTaken(session_id=session_id, at=at, request=request)
         reason, _ = _decode_str(view, offset)
         return SessionDeleted(session_id=session_id, at=at, reason=reason)
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:

@@ -3,9 +3,10 @@
 Exported are the sessions that ended: the journal holds their deletion (by the client or the TTL), their TTL has
 elapsed, or their samples were taken (a rollout takes samples when its episode is over); `--all` adds live ones.
 Compaction drops deleted and expired sessions, so export them before a compaction pass does (a running server
-compacts every minute). Each session's samples come from `tito.trajectory.samples.session_samples`, the code
-`/samples` runs, on the trajectory its journaled turns rebuild, with the engine facts `/samples` adds: an export
-equals the server's `/samples` reply (one sent without a reward or metadata) bit for bit.
+compacts every minute). Each session's samples come from `tito.trajectory.samples.requested_samples`, the code
+`/samples` runs, on the trajectory its journaled turns rebuild, with the body of its last `/samples` request (the
+journal keeps it: rewards, group, max_seq_len, budgets, metadata) and the engine facts `/samples` adds: an export
+equals the server's last `/samples` reply for that session bit for bit (live, restarted or taken over).
 jsonl: one sample per line (`sample_to_json`); safetensors: one container of every sample (`encode_safetensors`);
 a trainer's format (`trajectory.exports`: verl, skyrl, prime-rl, trl, miles): that projection of every sample, as
 one JSON document (the `samples` of the `/samples` reply in that format). Each sample carries its session's group id.
@@ -29,7 +30,7 @@ from tito.journal.replay import SessionLog, replay
 from tito.trajectory import create_episode
 from tito.trajectory.codec import encode_safetensors, json_bytes, sample_to_json
 from tito.trajectory.exports import PROJECTIONS
-from tito.trajectory.samples import Sample, session_samples
+from tito.trajectory.samples import Sample, requested_samples
 
 ENGINE_FACTS = ("engine", "logprob_semantics")
 """Turn metadata `/samples` also puts on the sample (from the engine that served it)."""
@@ -75,7 +76,7 @@ def _session_samples(log: SessionLog) -> list[Sample]:
         trajectory.apply(turn)
     last = log.turns[-1].metadata
     facts = {key: last[key] for key in ENGINE_FACTS if key in last}
-    return session_samples(log.session_id, trajectory, metadata=facts, group_id=log.created.config.group_id)
+    return requested_samples(log.session_id, trajectory, log.samples_request, facts, log.created.config.group_id)
 
 
 def encode(samples: list[Sample], format: str, report: Report = _ignore) -> bytes:

@@ -10,8 +10,10 @@ Imports from tito: errors, trajectory.events, journal.codec, journal.framing, jo
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tito.errors import JournalError
 from tito.journal.codec import FORMAT_VERSION, decode_event
@@ -54,6 +56,8 @@ class SessionLog:
     created: SessionCreated
     turns: list[TurnCommitted] = field(default_factory=list)
     samples_taken: int = 0
+    samples_request: Mapping[str, Any] = field(default_factory=dict)
+    """The last `/samples` body's given fields (`SamplesTaken.request`): what an export replays."""
     deleted: SessionDeleted | None = None
     last_activity: float = 0.0
     """Time of the session's latest event: its TTL clock restarts from here."""
@@ -139,6 +143,7 @@ def _group(events: list[SessionEvent]) -> tuple[dict[str, SessionLog], tuple[str
             log.turns.append(event)
         elif isinstance(event, SamplesTaken):
             log.samples_taken += 1
+            log.samples_request = event.request
         else:
             log.deleted = event
     return sessions, tuple(session for session, was_deleted in unknown.items() if not was_deleted)

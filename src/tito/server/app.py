@@ -43,7 +43,7 @@ from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, Shared
 from tito.server.read_api import LiveSessions, add_read_routes
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.retries import request_key
-from tito.server.samples import build_samples, samples_format, samples_response, session_reward
+from tito.server.samples import asked_json, build_samples, samples_format, samples_response, session_reward
 from tito.server.state import ServerState
 from tito.server.streaming import streamed_reply
 from tito.server.ui import InspectorPageMiddleware
@@ -222,7 +222,7 @@ def create_app(state: ServerState) -> FastAPI:
         engine = state.engine.info
         server_metadata = {"engine": engine.name, "logprob_semantics": engine.logprob_semantics.value}
         built = build_samples(session_id, session.trajectory, asked, server_metadata, session.config.group_id)
-        await registry.samples_taken(session, session_reward(asked, built))
+        await registry.samples_taken(session, session_reward(asked, built), asked_json(asked))
         if asked.end:
             registry.on_session_end(session_id)
         return samples_response(session_id, built, wanted)

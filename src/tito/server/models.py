@@ -160,6 +160,10 @@ class SamplesRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     max_seq_len: TokenLimit | None = None
+    prompt_length: TokenLimit | None = None
+    """A trainer's prompt budget (verl's `rollout.prompt_length`): a longer prompt is refused (422)."""
+    response_length: TokenLimit | None = None
+    """A trainer's response budget (verl's `rollout.response_length`): whole turns kept while they fit."""
     reward: float | None = None
     """Every sample's reward unless `rewards` names its last turn's response id."""
     rewards: dict[str, float] | None = None
@@ -168,7 +172,8 @@ class SamplesRequest(RequestModel):
     """Overrides the session's `group_id` on these samples."""
     metadata: JsonObject | None = None
     format: str | None = None
-    """`json` (default), `safetensors`, or a trainer's: `verl`, `skyrl`, `prime-rl`, `trl`, `miles`."""
+    """`json` (default), `safetensors`, or a trainer's (`tito.trajectory.exports`): `verl`, `skyrl`, `prime-rl`,
+    `trl`, `miles`, `areal`, `nemo_gym`."""
     conversation_kinds: list[Literal["main", "subagent", "side", "compaction"]] | None = Field(
         default=None, min_length=1
     )

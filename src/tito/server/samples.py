@@ -1,7 +1,8 @@
 """The samples route's work: a session's path sequences become samples, in the format the trainer asked for.
 
-One code path for linear and tree sessions, shared with `tito journal export`: `trajectory.samples.session_samples`,
-with the agent's reward(s), group and metadata (never over server-owned keys). The format comes from the body's
+One code path for linear and tree sessions, shared with `tito journal export`: `trajectory.samples.requested_samples`
+of the body's JSON (the journal keeps it), with the agent's reward(s), group, metadata (never over server-owned
+keys) and the trainer's budgets. The format comes from the body's
 `format`, else the `?format=` query, else the Accept header (`application/vnd.safetensors`, or
 `application/vnd.tito.<format>+json` for a trainer's format); `json` by default.
 
@@ -19,7 +20,7 @@ from tito.server.models import SamplesRequest
 from tito.trajectory.base import Trajectory
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, encode_safetensors, json_bytes, sample_to_json
 from tito.trajectory.exports import PROJECTIONS, projection
-from tito.trajectory.samples import Sample, as_number, session_samples
+from tito.trajectory.samples import Sample, posted_reward, requested_samples
 
 TITO_FORMATS = ("json", "safetensors")
 """tito's own encodings; every other format is a trainer's projection (`trajectory.exports`)."""
@@ -55,29 +56,18 @@ def build_samples(
     Raises UnknownResponseIdError (400) when `rewards` names a response id of no turn, SampleAssemblyError (422)
     when the session has no committed turn, and SampleHookError (422) when a picker or post-processor breaks its
     contract."""
-    metadata = {**(asked.metadata or {}), **server_metadata}
-    group_id = asked.group_id or session_group_id
-    return session_samples(
-        session_id,
-        trajectory,
-        asked.max_seq_len,
-        posted_reward(asked),
-        metadata,
-        asked.rewards,
-        group_id,
-        asked.conversation_kinds,
-    )
+    return requested_samples(session_id, trajectory, asked_json(asked), server_metadata, session_group_id)
 
 
-def posted_reward(asked: SamplesRequest) -> float | None:
-    """The scalar reward a samples request posts: its `reward`, else `metadata["reward"]` when a number."""
-    return asked.reward if asked.reward is not None else as_number((asked.metadata or {}).get("reward"))
+def asked_json(asked: SamplesRequest) -> dict[str, Any]:
+    """The body's fields that were given, as JSON: what the journal keeps with `SamplesTaken`."""
+    return asked.model_dump(mode="json", exclude_none=True)
 
 
 def session_reward(asked: SamplesRequest, samples: Sequence[Sample]) -> float | None:
     """What the session shows as its reward after a samples request: the first sample's, or the posted scalar when
     the post-processor kept no sample (an empty list is within its contract)."""
-    return samples[0].reward if samples else posted_reward(asked)
+    return samples[0].reward if samples else posted_reward(asked_json(asked))
 
 
 def samples_response(session_id: str, samples: Sequence[Sample], format: str) -> Response:

@@ -14,9 +14,9 @@ import asyncio
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tito.journal.shared import SESSION_ID_PATTERN
 from tito.server.errors import (
@@ -184,10 +184,13 @@ class SessionRegistry:
             self.apply(event)
         self.on_session_end(session_id)
 
-    async def samples_taken(self, session: Session, reward: float | None = None) -> None:
+    async def samples_taken(
+        self, session: Session, reward: float | None = None, request: Mapping[str, Any] | None = None
+    ) -> None:
+        """Record that the samples were taken, with the body that asked (`SamplesTaken.request`)."""
         async with session.lock:
             self._check_live(session)
-            event = SamplesTaken(session.session_id, time.time())
+            event = SamplesTaken(session.session_id, time.time(), dict(request or {}))
             await self.sink.record(event)
             self.apply(event)
             if reward is not None:

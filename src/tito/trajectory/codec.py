@@ -79,6 +79,8 @@ def span_to_json(span: TurnSpan) -> dict[str, Any]:
     encoded = asdict(span)
     encoded["weight_versions"] = list(span.weight_versions)
     encoded["sampling"] = dict(span.sampling)
+    encoded["messages"] = [dict(message) for message in span.messages]
+    encoded["assistant"] = None if span.assistant is None else dict(span.assistant)
     return encoded
 
 
@@ -114,7 +116,8 @@ def sample_from_facts(
 
 
 def _span_from_json(encoded: Mapping[str, Any]) -> TurnSpan:
-    return TurnSpan(**{**encoded, "weight_versions": tuple(encoded["weight_versions"])})
+    messages = tuple(encoded.get("messages") or ())
+    return TurnSpan(**{**encoded, "weight_versions": tuple(encoded["weight_versions"]), "messages": messages})
 
 
 def _little_endian(values: array[Any]) -> bytes:

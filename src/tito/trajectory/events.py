@@ -143,6 +143,9 @@ class TurnCommitted:
 class SamplesTaken:
     session_id: str
     at: float
+    request: Mapping[str, Any] = field(default_factory=dict)
+    """The `/samples` body's given fields as JSON (rewards, group, max_seq_len, budgets, format, metadata): what
+    `tito journal export` replays so its samples equal the reply's. Empty in journals written before it was kept."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ A sample's `tokens` are the path's ids; `loss_mask` is 1 only on engine-sampled 
 the engine's logprobs there and 0 elsewhere; `response_length` counts from the first sampled id to the end;
 `spans` say, turn by turn, which ids each turn appended and sampled and under what (response id, weight version,
 sampling parameters, timestamps). `max_seq_len` truncates at turn boundaries: whole turns are kept while they fit,
-never a cut turn. Every trainer format (`trajectory.exports`) is a projection of this one model.
+never a cut turn; a trainer's two budgets (verl's `prompt_length` and `response_length`) cut the same way: the
+response keeps whole turns while they fit, a prompt over its budget is refused (nothing to cut it at). Every
+trainer format (`trajectory.exports`) is a projection of this one model.
 
 Rewards: `rewards` keyed by response id give each sample the reward of its last turn's response id, else the
 scalar `reward`; each span carries the reward posted for its own response id (step-wise trainers read it).
@@ -24,7 +26,7 @@ from typing import Any
 from tito.errors import TitoError
 from tito.trajectory.base import Trajectory
 from tito.trajectory.episode import Episode
-from tito.trajectory.events import TurnCommitted
+from tito.trajectory.events import Message, TurnCommitted
 from tito.trajectory.nodes import PathSequence, SampledSpan
 
 SERVER_OWNED_KEYS = ("session_id", "turns", "truncated_turns", "num_turns")
@@ -87,6 +89,12 @@ class TurnSpan:
     """Wall-clock time the turn was committed."""
     reward: float | None = None
     """The reward posted for this turn's response id, if any."""
+    messages: tuple[Message, ...] = ()
+    """The messages the turn's request appended (its ids are `tokens[prompt_start:start]`), as stored: what a
+    trainer that reads conversations (verifiers' Trace, NeMo Gym's items) gets. Empty in samples decoded from
+    payloads written before they were kept."""
+    assistant: Message | None = None
+    """The parsed reply the agent received for this turn (its ids are `tokens[start:end]`)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,7 @@ def assemble_sample(
     rewards: Mapping[str, float] | None = None,
     group_id: str | None = None,
     conversation: Mapping[str, Any] | None = None,
+    budgets: Budgets | None = None,
 ) -> Sample:
     """The sample of one path: `sequence` from `NodeStore.path_sequence`, `turns` the path's turns, root first.
 
@@ -133,14 +142,7 @@ def assemble_sample(
         raise SampleAssemblyError(f"session {session_id} has no committed turns to assemble a sample from")
     by_node = {turn.node_id: turn for turn in turns}
     spans = list(sequence.spans)
-    kept = len(spans)
-    if max_seq_len is not None:
-        kept = sum(1 for span in spans if span.end <= max_seq_len)
-        if kept == 0:
-            raise SampleAssemblyError(
-                f"session {session_id}: max_seq_len={max_seq_len} is shorter than the first turn "
-                f"({spans[0].end} tokens: prompt and reply), so no whole turn fits"
-            )
+    kept = _turns_within(session_id, spans, max_seq_len, budgets or Budgets())
     end = spans[kept - 1].end
     start = spans[0].start
     kept_turns = [by_node[span.node_id] for span in spans[:kept]]
@@ -172,6 +174,39 @@ def assemble_sample(
     )
 
 
+@dataclass(frozen=True)
+class Budgets:
+    """A trainer's token budgets (verl's `rollout.prompt_length` and `response_length`): ids before the first
+    sampled id, and from it to the end. None: no budget."""
+
+    prompt_length: int | None = None
+    response_length: int | None = None
+
+
+def _turns_within(session_id: str, spans: Sequence[SampledSpan], max_seq_len: int | None, budgets: Budgets) -> int:
+    """How many whole turns fit `max_seq_len` and the budgets; SampleAssemblyError (422) when none does, or when
+    the prompt alone is over its budget."""
+    prompt = spans[0].start
+    if budgets.prompt_length is not None and prompt > budgets.prompt_length:
+        raise SampleAssemblyError(
+            f"session {session_id}: its prompt is {prompt} tokens, over prompt_length={budgets.prompt_length} "
+            f"(a prompt cannot be cut: raise the trainer's prompt budget or shorten the first request)"
+        )
+    limits = [(name, limit, offset) for name, limit, offset in
+              (("max_seq_len", max_seq_len, 0), ("response_length", budgets.response_length, prompt))
+              if limit is not None]  # fmt: skip
+    kept = len(spans)
+    for name, limit, offset in limits:
+        fits = sum(1 for span in spans if span.end - offset <= limit)
+        if fits == 0:
+            raise SampleAssemblyError(
+                f"session {session_id}: {name}={limit} is shorter than the first turn ({spans[0].end - offset} "
+                f"tokens{': prompt and reply' if offset == 0 else ' of reply'}), so no whole turn fits"
+            )
+        kept = min(kept, fits)
+    return kept
+
+
 def _turn_span(span: SampledSpan, turn: TurnCommitted, rewards: Mapping[str, float]) -> TurnSpan:
     facts = turn.metadata
     versions = tuple(str(version) for version in facts.get("weight_versions") or ())
@@ -191,6 +226,8 @@ def _turn_span(span: SampledSpan, turn: TurnCommitted, rewards: Mapping[str, flo
         request_timestamp=as_number(facts.get(_REQUESTED_AT)),
         completion_timestamp=turn.at,
         reward=rewards.get(turn.response_id),
+        messages=tuple(turn.request_messages),
+        assistant=turn.assistant,
     )
 
 
@@ -232,6 +269,7 @@ def session_samples(
     rewards: Mapping[str, float] | None = None,
     group_id: str | None = None,
     kinds: Collection[str] | None = None,
+    budgets: Budgets | None = None,
 ) -> list[Sample]:
     """Every sample of a session: per conversation of an episode (opening order), one per path its trajectory
     picks (linear: its one path; tree: one per leaf the picker keeps, each node trained once), then that
@@ -268,6 +306,7 @@ def session_samples(
                 rewards,
                 group_id,
                 conversation,
+                budgets,
             )
             for sequence in part.sample_sequences()
         ]
@@ -281,3 +320,34 @@ def session_samples(
             problem = "no leaf that the sample picker keeps"
         raise SampleAssemblyError(f"session {session_id} has {problem} to assemble a sample from")
     return built
+
+
+def requested_samples(
+    session_id: str,
+    trajectory: Trajectory,
+    asked: Mapping[str, Any],
+    server_metadata: Mapping[str, Any],
+    session_group_id: str | None = None,
+) -> list[Sample]:
+    """The samples a `/samples` body asks for: `asked` is that body as JSON (what the journal keeps with the
+    session's `SamplesTaken`, so `tito journal export` gives the same samples). `server_metadata` (the engine's
+    name, ...) wins over the agent's keys of that name; the reward falls back to the agent's `metadata["reward"]`,
+    the group to the session's."""
+    agent_metadata = asked.get("metadata") or {}
+    return session_samples(
+        session_id,
+        trajectory,
+        asked.get("max_seq_len"),
+        posted_reward(asked),
+        {**agent_metadata, **server_metadata},
+        asked.get("rewards"),
+        asked.get("group_id") or session_group_id,
+        asked.get("conversation_kinds"),
+        Budgets(asked.get("prompt_length"), asked.get("response_length")),
+    )
+
+
+def posted_reward(asked: Mapping[str, Any]) -> float | None:
+    """The scalar reward a samples body posts: its `reward`, else `metadata["reward"]` when a number."""
+    reward = asked.get("reward")
+    return as_number((asked.get("metadata") or {}).get("reward")) if reward is None else float(reward)

@@ -11,12 +11,15 @@ import pytest
 
 from tito.trajectory.exports import PROJECTIONS, UnknownFormatError, projection
 
+from .rollouts import rollout
 from .samples import all_samples
+
+NEEDS_REWARD_AND_COUNTED_VERSIONS = ("areal", "nemo_gym")
 
 
 @pytest.mark.parametrize("name", sorted(PROJECTIONS))
 def test_each_projection_round_trips_through_json_to_the_same_samples(name: str) -> None:
-    samples = all_samples()
+    samples = [*rollout(), *(() if name in NEEDS_REWARD_AND_COUNTED_VERSIONS else all_samples())]
     chosen = projection(name)
     exported = orjson.loads(orjson.dumps(chosen.export(samples)))
     assert chosen.restore(exported) == samples
@@ -29,10 +32,12 @@ def test_each_projection_round_trips_through_json_to_the_same_samples(name: str)
 
 UPSTREAM = {
     "verl": ("verl 0.9.1", "AgentLoopOutput"),
-    "skyrl": ("skyrl 0.3.0", "GeneratorOutput"),
+    "skyrl": ("skyrl 0.4.0", "GeneratorOutput"),
     "prime-rl": ("prime-rl 0.8.0", "TrainingSample"),
     "trl": ("TRL 1.16.0", "rollout_func"),
     "miles": ("miles 0.1.0", "miles.utils.types.Sample"),
+    "areal": ("areal 1.0.4", "concat_padded_tensors"),
+    "nemo_gym": ("nemo-gym 0.4.0", "BaseVerifyResponse"),
 }
 
 
@@ -45,6 +50,6 @@ def test_each_projection_names_the_upstream_type_and_version_it_follows(name: st
 
 
 def test_an_unknown_format_names_every_choice() -> None:
-    with pytest.raises(UnknownFormatError, match="verl, skyrl, prime-rl, trl, miles") as caught:
+    with pytest.raises(UnknownFormatError, match="verl, skyrl, prime-rl, trl, miles, areal, nemo_gym") as caught:
         projection("openrlhf", also=("json",))
     assert caught.value.http_status == 400 and "'openrlhf'" in str(caught.value) and "json" in str(caught.value)

@@ -2,8 +2,9 @@
 
 A projection has a name (the `format` of `POST /sessions/{id}/samples` and `tito journal export --format`), the
 upstream type and version it follows, `export(samples) -> JSON` and `restore(JSON) -> samples`, with
-`restore(export(samples)) == samples`. Per-record formats export a list (verl, prime-rl, miles); columnar ones
-(SkyRL's GeneratorOutput, TRL's rollout_func result) export one object of columns.
+`restore(export(samples)) == samples`. Per-record formats export a list (verl, prime-rl, miles, areal, nemo_gym);
+columnar ones (SkyRL's GeneratorOutput, TRL's rollout_func result) export one object of columns. tito's own facts
+(`codec.sample_facts`) ride where the trainer passes extras through untouched: each module says where.
 
 Imports nothing from tito but errors, trajectory.codec, trajectory.exports and trajectory.samples.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
-from tito.trajectory.exports import miles, prime_rl, skyrl, trl, verl
+from tito.trajectory.exports import areal, miles, nemo_gym, prime_rl, skyrl, trl, verl
 from tito.trajectory.samples import Sample
 
 
@@ -36,7 +37,7 @@ class Projection:
 
 PROJECTIONS: dict[str, Projection] = {
     module.NAME: Projection(module.NAME, module.UPSTREAM, module.export, module.restore)
-    for module in (verl, skyrl, prime_rl, trl, miles)
+    for module in (verl, skyrl, prime_rl, trl, miles, areal, nemo_gym)
 }
 """Every trainer format by name."""
 

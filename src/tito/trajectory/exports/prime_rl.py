@@ -1,12 +1,20 @@
-"""prime-rl: one `TrainingSample` per sample (prime-rl 0.8.0, `prime_rl.transports.rollouts.types.TrainingSample`).
+"""prime-rl: `TrainingSample`s in their wire form (prime-rl 0.8.0, `prime_rl.transports.rollouts.types`).
 
-A flat sequence, no prompt/completion split: `token_ids`, `mask` (booleans: trainable, i.e. sampled, ids),
-`logprobs` and `temperatures`, all as long as `token_ids`. A token's temperature is the one the turn it belongs to
-sampled with (a turn owns its prompt ids and its sampled ids), 1.0 where the turn recorded none (the engines'
-default); prime-rl's orchestrator itself writes one temperature for the whole sequence. `env_name` is the agent's
-metadata `env_name`, else `tito`. Optional fields (ref_logprobs, advantages, weights, multi-modal ones) are left
-out, as prime-rl's `omit_defaults` does; advantages come from prime-rl's own grouping. `tito` holds the sample's
-other facts (reward, spans, status, group id, metadata): prime-rl's type has no reward field.
+A `TrainingSample` is a msgspec struct with `array_like=True`: on the wire each is an array of its fields in
+declaration order, never an object, so `training_samples` holds one array per sample: `[token_ids, mask, logprobs,
+temperatures, env_name]` (a flat sequence, no prompt/completion split; `mask` booleans: sampled ids; a token's
+temperature is the one the turn it belongs to sampled with, 1.0 where the turn recorded none; `env_name` the
+agent's metadata `env_name`, else `tito`). Decode them with prime-rl's own type:
+
+    samples = msgspec.json.decode(orjson.dumps(reply["samples"]["training_samples"]), type=list[TrainingSample])
+
+The optional fields after `env_name` (ref_logprobs, multi-modal ones, loss weights, `advantages`) are left out,
+as prime-rl's `omit_defaults` writes them. `TrainingSample` has no reward: prime-rl's orchestrator computes the
+advantages from the rollout's reward and stamps them per token before its trainer reads a sample (a sample with
+trainable ids and no advantages is refused there). So a run that goes through prime-rl's orchestrator takes the
+`verifiers` format (a Trace, reward included), and one that feeds the trainer directly stamps `advantages` itself
+from `rewards` here, one per sample. `tito` holds each sample's other facts, beside the samples (prime-rl's type
+rejects any field it does not declare).
 
 Imports nothing from tito but trajectory.codec, trajectory.exports.common and trajectory.samples.
 """
@@ -16,19 +24,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tito.trajectory.codec import sample_facts
-from tito.trajectory.exports.common import TITO_KEY, JsonRecord, facts_in, rebuilt
+from tito.trajectory.codec import SampleDecodeError, sample_facts
+from tito.trajectory.exports.common import TITO_KEY, JsonRecord, rebuilt
 from tito.trajectory.samples import Sample
 
 NAME = "prime-rl"
-UPSTREAM = "prime-rl 0.8.0: prime_rl.transports.rollouts.types.TrainingSample"
-FIELDS = ("token_ids", "mask", "logprobs", "temperatures", "env_name")
-"""The TrainingSample fields written (its required ones)."""
+UPSTREAM = "prime-rl 0.8.0: prime_rl.transports.rollouts.types.TrainingSample (msgspec, array_like)"
 DEFAULT_TEMPERATURE = 1.0
 
 
-def export(samples: Sequence[Sample]) -> list[JsonRecord]:
-    return [_training_sample(sample) for sample in samples]
+def export(samples: Sequence[Sample]) -> JsonRecord:
+    return {
+        "training_samples": [_training_sample(sample) for sample in samples],
+        "rewards": [sample.reward for sample in samples],
+        TITO_KEY: [sample_facts(sample) for sample in samples],
+    }
 
 
 def token_temperatures(sample: Sample) -> list[float]:
@@ -41,20 +51,22 @@ def token_temperatures(sample: Sample) -> list[float]:
     return temperatures + [last] * (len(sample.tokens) - len(temperatures))
 
 
-def _training_sample(sample: Sample) -> JsonRecord:
+def _training_sample(sample: Sample) -> list[Any]:
     env_name = sample.metadata.get("env_name")
-    return {
-        "token_ids": sample.tokens.tolist(),
-        "mask": [bool(value) for value in sample.loss_mask],
-        "logprobs": sample.rollout_logprobs.tolist(),
-        "temperatures": token_temperatures(sample),
-        "env_name": env_name if isinstance(env_name, str) else "tito",
-        TITO_KEY: sample_facts(sample),
-    }
-
-
-def restore(records: Sequence[Mapping[str, Any]]) -> list[Sample]:
     return [
-        rebuilt(facts_in(record, f"prime-rl sample {index}"), record["token_ids"], record["mask"], record["logprobs"])
-        for index, record in enumerate(records)
+        sample.tokens.tolist(),
+        [bool(value) for value in sample.loss_mask],
+        sample.rollout_logprobs.tolist(),
+        token_temperatures(sample),
+        env_name if isinstance(env_name, str) else "tito",
+    ]
+
+
+def restore(document: Mapping[str, Any]) -> list[Sample]:
+    facts = document.get(TITO_KEY)
+    if not isinstance(facts, list) or len(facts) != len(document["training_samples"]):
+        raise SampleDecodeError(f"a prime-rl export without one {TITO_KEY!r} entry per sample was not written by tito")
+    return [
+        rebuilt({**fact, "reward": reward}, record[0], record[1], record[2])
+        for record, reward, fact in zip(document["training_samples"], document["rewards"], facts, strict=True)
     ]
