@@ -194,8 +194,10 @@ class Framework:
     """The tool the scripted model calls twice."""
     final_tool: str | None = None
     """The tool call that ends an episode (frameworks that finish by a tool); None: a plain answer."""
-    refused: str | None = None
-    """Why tito cannot keep this framework's episode in one sample (a known limit the test pins); None: it can."""
+    rewrites: str | None = None
+    """What the framework rewrites in the history it resends, where no harness rule can take the rewritten reply for
+    the sampled one: each rewritten reply branches (a linear session opens a conversation continuing the one it
+    diverged from), so its episode is one sample per branch, every sampled id trained; None: it resends its replies."""
 
     @property
     def version(self) -> str:
@@ -215,6 +217,6 @@ FRAMEWORKS = (
         run_smolagents,
         streams=True,
         final_tool="final_answer",
-        refused="re-writes each generated tool call into assistant text (`Calling tools: [...]`) when it resends",
+        rewrites="re-writes each generated tool call into assistant text (`Calling tools: [...]`) when it resends",
     ),
 )

@@ -63,6 +63,7 @@ class Episode:
     scripted: list[list[int]]
     samples: list[dict[str, Any]] = field(default_factory=list)
     resends: dict[str, Any] = field(default_factory=dict)
+    conversations: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     prompts: list[list[int]] = field(default_factory=list)
     """The prompt ids the engine got for each call, in order."""
@@ -83,6 +84,11 @@ class Episode:
     def kept_whole(self) -> bool:
         """One sample whose trained ids are every sampled id, in order."""
         return self.error is None and self.trained_ids() == [self.sampled_ids]
+
+    @property
+    def kept_in_branches(self) -> bool:
+        """One sample per generated reply (each rewritten reply branched), whose trained ids are that reply's."""
+        return self.error is None and self.trained_ids() == self.scripted
 
     @property
     def refused_field(self) -> str | None:
@@ -155,6 +161,7 @@ class EpisodeRunner:
         described = server.http.get(f"/sessions/{session_id}")
         assert described.status_code == 200, described.text
         episode.resends = described.json()["resends"]
+        episode.conversations = described.json()["conversations"]
         response = server.http.post(f"/sessions/{session_id}/samples")
         assert response.status_code == 200, response.text
         episode.samples = response.json()["samples"]
@@ -178,7 +185,7 @@ def harness_setups(framework: Framework) -> list[Setup]:
     return [Setup(t, k, s) for t in (True, False) for k in ("linear", "tree") for s in streams]
 
 
-KEPT = [f for f in FRAMEWORKS if f.refused is None]
+KEPT = [f for f in FRAMEWORKS if f.rewrites is None]
 HARNESS_CASES = [pytest.param(f, s, id=f"{f.name}-{s.id}") for f in KEPT for s in harness_setups(f)]
 
 
@@ -196,11 +203,39 @@ def test_every_episode_is_one_sample_holding_every_sampled_id(
     assert resends["matched_exactly"] + resends["matched_by_policy"] == len(episode.scripted) - 1
 
 
-@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f.refused], ids=lambda f: f.name)
-def test_a_framework_that_rewrites_the_reply_is_refused_and_its_first_turn_kept(
+REWRITING_CASES = [
+    pytest.param(f, s, id=f"{f.name}-{s.id}") for f in FRAMEWORKS if f.rewrites for s in harness_setups(f)
+]
+
+
+@pytest.mark.parametrize(("framework", "setup"), REWRITING_CASES)
+def test_a_framework_that_rewrites_its_replies_branches_at_each_and_every_sampled_id_is_trained(
+    runner: EpisodeRunner, framework: Framework, setup: Setup
+) -> None:
+    """smolagents resends each generated tool call as text: a linear session answered 400 and kept the first turn;
+    now each rewritten reply is a branch (linear: a conversation continuing the one it diverged from), and every
+    generation is its own sample, trained."""
+    episode = runner.episode(framework, setup)
+    assert episode.error is None, f"{framework.name} failed against tito: {episode.error}"
+    assert episode.kept_in_branches, "a sampled id is missing from the trained ids"
+    assert len(episode.prompts) == len(episode.scripted)
+    assert episode.resends["failed"] == 0 and episode.resends["branched"] == len(episode.scripted) - 1
+    labels = [(c["id"], c["kind"], c["inferred"], c["continues"], c["forked_from"]) for c in episode.conversations]
+    if setup.trajectory == "linear":
+        assert labels == [
+            ("c0", "main", True, None, None),
+            ("c1", "main", True, "c0", 0),
+            ("c2", "main", True, "c1", 1),
+        ]
+    else:
+        assert labels == [("c0", "main", True, None, None)], "a tree holds each rewritten reply as a branch"
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f.rewrites], ids=lambda f: f.name)
+def test_a_strict_session_refuses_the_rewritten_reply_and_keeps_the_first_turn(
     runner: EpisodeRunner, framework: Framework
 ) -> None:
-    episode = runner.episode(framework, Setup(True, "linear", False))
+    episode = runner.episode(framework, Setup(True, "linear", False, "strict"))
     assert episode.refused_field is not None, episode.error
     assert episode.resends["failed"] >= 1
     assert episode.trained_ids() == [episode.scripted[0]], "the turn generated before the refusal is kept"
@@ -249,17 +284,18 @@ def table(runner: EpisodeRunner) -> str:
         "|---|---|---|---|---|",
     ]
     for framework in FRAMEWORKS:
-        if framework.refused:
-            episode = runner.episode(framework, Setup(True, "linear", False))
-            changes, harness = framework.refused, f"refused: {strict_cell(episode)}"
-            strict = strict_cell(runner.episode(framework, Setup(True, "linear", False, "strict")))
+        episodes = [runner.episode(framework, setup) for setup in harness_setups(framework)]
+        if framework.rewrites:
+            changes = framework.rewrites
+            branched = sum(e.kept_in_branches for e in episodes)
+            harness = f"a branch per rewritten reply, 1 sample each, every sampled id: {branched} of {len(episodes)} "
+            harness += "episodes"
         else:
-            episodes = [runner.episode(framework, setup) for setup in harness_setups(framework)]
             rules = sorted({rule for e in episodes for rule in e.resends["rules"]}, key=list(RULE_WORDS).index)
             changes = "; ".join(RULE_WORDS[rule] for rule in rules) or "nothing: resends the reply as received"
             whole = sum(e.kept_whole for e in episodes)
             harness = f"1 sample, every sampled id: {whole} of {len(episodes)} episodes"
-            strict = strict_cell(runner.episode(framework, Setup(True, "linear", False, "strict")))
+        strict = strict_cell(runner.episode(framework, Setup(True, "linear", False, "strict")))
         rows.append(f"| {framework.name} | {framework.version} | {changes} | {strict} | {harness} |")
     return "\n".join(rows)
 

@@ -7,6 +7,9 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
+from tito.errors import AppendOnlyError
 from tito.journal.codec import decode_event, encode_event
 from tito.trajectory.episode import Episode, Lineage
 from tito.trajectory.events import Message, SessionConfig, TrajectoryKind, TurnCommitted
@@ -83,3 +86,34 @@ def test_every_turn_journals_its_conversation_and_a_replay_labels_alike() -> Non
     assert replayed.conversation_infos() == live.conversation_infos()
     labels = [sample.conversation for sample in session_samples("s", replayed)]
     assert [(label or {}).get("kind") for label in labels] == ["main", "subagent"]
+
+
+def test_a_rewritten_reply_opens_a_conversation_continuing_the_one_it_left_and_a_retry_still_replaces() -> None:
+    """smolagents resends each tool call as "Calling tools:" text: under `harness` a linear episode keeps both
+    histories (the rewritten one continues the first, forked from the rewritten reply's node); `strict` refuses."""
+    opening = [{"role": "system", "content": "agent"}, {"role": "user", "content": "go"}]
+    as_text = {"role": "assistant", "content": "Calling tools: [{'name': 'Agent'}]"}
+    observation = {"role": "user", "content": "Observation: done"}
+    harness = Episode(SessionConfig(matcher="harness"))
+    first = commit(harness, opening, spawn_call("look around here"))
+    resent = [*opening, first.assistant, observation]
+    second = commit(harness, resent, {"role": "assistant", "content": "ok"})
+    retry = harness.plan([*resent[:-1], {"role": "user", "content": "Observation: other"}], TOOLS, "fp-y", False)
+    assert (retry.conversation, retry.replaces) == ("c0", second.node_id), "a one-step retry within the conversation"
+    plan = harness.plan([*opening, as_text, observation], TOOLS, "fp-x", False)
+    assert (plan.conversation, plan.branched, plan.resend is not None) == (None, True, True)
+    commit(harness, [*opening, as_text, observation], {"role": "assistant", "content": "ok"})
+    infos = harness.conversation_infos()
+    assert [(i.kind, i.continues, i.forked_from, i.parent, i.inferred) for i in infos.values()] == [
+        ("main", None, None, None, True),
+        ("main", "c0", first.node_id, None, True),
+    ]
+    assert [len(c.trajectory.store) for c in harness.conversations.values()] == [2, 1], "nothing replaced"
+    strict = Episode(SessionConfig(matcher="strict"))
+    commit(strict, opening, spawn_call("look around here"))
+    with pytest.raises(AppendOnlyError, match="message 2 differs"):
+        strict.plan([*opening, as_text, observation], TOOLS, "fp-x", False)
+    tree = Episode(SessionConfig(matcher="harness", trajectory=TrajectoryKind.TREE))
+    commit(tree, opening, spawn_call("look around here"))
+    branch = tree.plan([*opening, as_text, observation], TOOLS, "fp-x", False)
+    assert (branch.conversation, branch.branched) == ("c0", True), "a tree holds it as a branch"

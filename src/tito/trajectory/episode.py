@@ -14,6 +14,9 @@ Routing, in order:
    opening (its first turn's request messages) it resends, the one whose stored messages it repeats furthest when
    several do. A request that resends a linear conversation's last request but not its reply, and asks something
    else instead (what Claude Code's compaction sends), forks a new conversation instead of retrying or branching it.
+   Under `harness`, a request that resends a linear conversation's generated reply rewritten as another assistant
+   message (smolagents' tool calls resent as text) opens a conversation that continues it, forked from that reply's
+   node, instead of a 400: a documented branch, and every sampled id of both stays in a sample.
    A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`).
 
 A conversation's kind, parent and spawning tool call are derived from the facts its first turn recorded
@@ -303,9 +306,22 @@ class Episode:
         self, conversation: Conversation, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str
     ) -> TurnPlan:
         latest = conversation.latest_node()
-        if latest is not None and self._forks(conversation.latest_messages(), messages):
-            opening = ConversationOpening(source="prefix", forked_from=latest, has_tools=bool(tools))
-            return self._open(messages, tools, fingerprint, opening)
+        if latest is not None:
+            stored = conversation.latest_messages()
+            if self._forks(stored, messages):
+                opening = ConversationOpening(source="prefix", forked_from=latest, has_tools=bool(tools))
+                return self._open(messages, tools, fingerprint, opening)
+            rewritten = self._rewritten_reply(conversation, stored, messages)
+            if rewritten is not None:
+                node_id, found = rewritten
+                opening = ConversationOpening(
+                    source="prefix",
+                    continues=conversation.conversation_id,
+                    forked_from=node_id,
+                    has_tools=bool(tools),
+                )
+                plan = self._open(messages, tools, fingerprint, opening)
+                return dataclasses.replace(plan, resend=found, branched=True)
         plan = conversation.trajectory.plan(messages, tools, fingerprint, False)
         return dataclasses.replace(plan, conversation=conversation.conversation_id)
 
@@ -319,6 +335,35 @@ class Episode:
         if list(messages[:last]) == list(stored[:last]):
             return True
         return self.matcher.match_prefix(stored[:last], messages[:last], ResendMatch()) is None
+
+    def _rewritten_reply(
+        self, conversation: Conversation, stored: Sequence[Message], messages: Sequence[Message]
+    ) -> tuple[int, ResendMatch] | None:
+        """Under `harness`, in a linear conversation: where the request resends a stored assistant reply as another
+        assistant message that no rule matches (smolagents' `ToolCallingAgent` resends its tool calls as "Calling
+        tools:" text), the node holding that reply and how the messages before it matched; None otherwise.
+
+        A linear conversation cannot hold that history beside its own without dropping a sampled turn, so the
+        request opens a conversation of its own that `continues` this one, `forked_from` that node: a branch that
+        loses nothing. A tree conversation holds it as a branch itself; `strict` refuses it."""
+        trajectory = conversation.trajectory
+        if self.matcher.name != "harness" or not isinstance(trajectory, LinearTrajectory):
+            return None
+        if len(messages) >= len(stored) and list(messages[: len(stored)]) == list(stored):
+            return None
+        found = ResendMatch()
+        difference = self.matcher.match_prefix(stored, messages, found)
+        index = len(stored) if difference is None else difference[0]
+        if index >= min(len(stored), len(messages)):
+            return None
+        if stored[index].get("role") != "assistant" or messages[index].get("role") != "assistant":
+            return None
+        end = 0
+        for turn in trajectory.turns():
+            end += len(turn.request_messages) + 1
+            if index < end:
+                return turn.node_id, found
+        return None
 
     def _open(
         self,
@@ -445,10 +490,10 @@ class Episode:
             opening = conversation.opening
             if opening.kind is not None:
                 kind = opening.kind
-            elif opening.forked_from is not None:
-                kind = "compaction"
             elif opening.continues is not None and opening.continues in kinds:
                 kind = kinds[opening.continues]
+            elif opening.forked_from is not None:
+                kind = "compaction"
             elif conversation.conversation_id == main:
                 kind = "main"
             else:
@@ -457,10 +502,11 @@ class Episode:
         return kinds
 
     def conversation_infos(self) -> dict[str, ConversationInfo]:
-        """Each conversation's label. Kind: the stated one; a fork is a `compaction`; a continuation has the kind of
-        the conversation it continues; the main loop (`_main`) is `main`; any other is a `subagent` when it sent
-        tools, else `side`. Parent: the stated parent key's latest conversation (the main loop when the key is
-        unknown); a fork's or continuation's subject; else the main loop (none for the main loop itself)."""
+        """Each conversation's label. Kind: the stated one; a continuation (after a compaction, or of a rewritten
+        history) has the kind of the conversation it continues; any other fork is a `compaction`; the main loop
+        (`_main`) is `main`; any other is a `subagent` when it sent tools, else `side`. Parent: a continuation's is
+        the parent of the one it continues; a compaction fork's is its subject; else the stated parent key's latest
+        conversation (the main loop when the key is unknown); else the main loop (none for the main loop itself)."""
         main = self._main()
         kinds = self._kinds()
         infos: dict[str, ConversationInfo] = {}
@@ -468,10 +514,10 @@ class Episode:
             conversation_id = conversation.conversation_id
             opening = conversation.opening
             parent: str | None
-            if opening.forked_from is not None:
-                parent = self._node_conversation.get(opening.forked_from)
-            elif opening.continues is not None:
+            if opening.continues is not None:
                 parent = infos[opening.continues].parent if opening.continues in infos else None
+            elif opening.forked_from is not None:
+                parent = self._node_conversation.get(opening.forked_from)
             elif opening.parent_key is not None:
                 parent = self._latest_with_key(opening.parent_key, conversation_id) or main
             else:

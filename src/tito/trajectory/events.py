@@ -91,8 +91,9 @@ class ConversationOpening:
     compaction: str | None = None
     """The compaction conversation whose summary this one continues from."""
     forked_from: int | None = None
-    """The node whose reply this request left out and replaced with its own (a compaction): the node stays in its
-    own conversation; this one forks from the conversation holding it."""
+    """The node whose reply this request left out and replaced with its own (a compaction), or resent rewritten (with
+    `continues`: a framework that rewrites history): the node stays in its own conversation; this one forks from the
+    conversation holding it."""
     has_tools: bool = False
     """The opening request sent tools."""
     structured_output: bool = False
