@@ -1,6 +1,7 @@
-"""AReaL 1.0.4, installed (`.venv-trainers-verl`, its package without its GPU stack): tito's episodes, built into
-tensors as AReaL's workflows build them, join through AReaL's own `concat_padded_tensors` into one padded batch
-that holds each sample's ids, mask, logprobs, integer versions and reward."""
+"""AReaL 1.0.4, installed (the cached `trainers-verl` venv of scripts/trainer_venvs.sh, its package without its GPU
+stack): tito's episodes, built into tensors as AReaL's workflows build them, join through AReaL's own
+`concat_padded_tensors` into one padded batch that holds each sample's ids, mask, logprobs, integer versions and
+reward."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""NeMo Gym 0.4.0, installed (`.venv-trainers-py312`, Python 3.12 as NeMo Gym requires; its package without its
-server stack): each record validates as NeMo Gym's `BaseVerifyResponse`, each reply's last item is one of its
-`*ForTraining` types, and their token ids, joined as NeMo RL joins them (each prompt continues the previous prompt
-and generation), are the sample's ids."""
+"""NeMo Gym 0.4.0, installed (the cached `trainers-py312` venv of scripts/trainer_venvs.sh, Python 3.12 as NeMo Gym
+requires; its package without its server stack): each record validates as NeMo Gym's `BaseVerifyResponse`, each reply's
+last item is one of its `*ForTraining` types, and their token ids, joined as NeMo RL joins them (each prompt continues
+the previous prompt and generation), are the sample's ids."""
 
 from __future__ import annotations
 

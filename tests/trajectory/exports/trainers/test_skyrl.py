@@ -1,7 +1,7 @@
-"""SkyRL 0.4.0, installed (`.venv-trainers-py312`, Python 3.12 as SkyRL requires): tito's step-wise export, its
-`trajectory_ids` built as SkyRL's own `TrajectoryID`, passes SkyRL's `validate_generator_output`, SkyRL's
-`merge_stepwise_output` joins each session's steps back into its sample, and SkyRL's batch tensors hold its ids,
-masks, logprobs and reward."""
+"""SkyRL 0.4.0, installed (the cached `trainers-py312` venv of scripts/trainer_venvs.sh, Python 3.12 as SkyRL requires):
+tito's step-wise export, its `trajectory_ids` built as SkyRL's own `TrajectoryID`, passes SkyRL's
+`validate_generator_output`, SkyRL's `merge_stepwise_output` joins each session's steps back into its sample, and
+SkyRL's batch tensors hold its ids, masks, logprobs and reward."""
 
 from __future__ import annotations
 

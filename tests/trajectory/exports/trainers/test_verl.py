@@ -1,7 +1,8 @@
-"""verl 0.9.1, installed (`.venv-trainers-verl`): tito's export becomes verl's own `AgentLoopOutput`, verl's agent
-loop worker pads it (`_agent_loop_postprocess`) and batches it (`_postprocess`) into a `DataProto`, and verl's
-GRPO computes advantages per group from the `uid` tito wrote. The worker is verl's class with the attributes its
-constructor would set from a config (a real constructor needs Ray, a model and an inference server)."""
+"""verl 0.9.1, installed (the cached `trainers-verl` venv of scripts/trainer_venvs.sh): tito's export becomes verl's own
+`AgentLoopOutput`, verl's agent loop worker pads it (`_agent_loop_postprocess`) and batches it (`_postprocess`) into a
+`DataProto`, and verl's GRPO computes advantages per group from the `uid` tito wrote. The worker is verl's class with
+the attributes its constructor would set from a config (a real constructor needs Ray, a model and an inference
+server)."""
 
 from __future__ import annotations
 
