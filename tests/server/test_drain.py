@@ -183,11 +183,22 @@ def test_a_drain_that_times_out_says_so_and_keeps_the_pause(serve: Callable[[str
     assert tito.http.post("/admin/resume").json()["paused_for_seconds"] == 0  # resuming twice is harmless
 
 
+def test_a_drain_with_no_turn_in_flight_is_done_at_once_even_with_a_zero_timeout(serve: Callable[[str], Tito]) -> None:
+    """Found by the schema fuzzer: `?timeout=0` answered 504 "not drained" with nothing in flight."""
+    tito = serve("sglang")
+    for timeout in (0, 0.0, 5):
+        drained = tito.http.post("/admin/drain", params={"timeout": timeout})
+        assert drained.status_code == 200, drained.text
+        assert drained.json()["drained"] is True and drained.json()["in_flight"] == 0
+
+
 def test_admin_bodies_and_parameters_are_checked(serve: Callable[[str], Tito]) -> None:
     tito = serve("sglang")
     wrong_mode = tito.http.post("/admin/pause", json={"mode": "stop"})
     assert wrong_mode.status_code == 400 and "mode" in wrong_mode.text
     assert tito.http.post("/admin/pause", json={"retry_after": 0}).status_code == 400
+    assert tito.http.post("/admin/pause", content=b'{"retry_after": 1e999}').status_code == 400  # finite only
+    assert tito.http.post("/admin/pause", json={"retry_after": "5"}).status_code == 400  # no string for a number
     assert tito.http.post("/admin/resume", json={"version": "x"}).status_code == 400
     wrong_timeout = tito.http.post("/admin/drain", params={"timeout": "soon"})
     assert wrong_timeout.status_code == 400 and "timeout" in wrong_timeout.text

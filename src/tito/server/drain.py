@@ -9,7 +9,7 @@ weight version given on resume is recorded on the turns whose engine reports non
 (`GuardedEngine.declared_weight_version`); an engine that reports its own (SGLang, vLLM's generate endpoint) is
 believed, every version it reported during a turn.
 
-Imports from tito: server.dialects, server.errors, server.replies, server.state, server.turn_gate.
+Imports from tito: server.dialects, server.errors, server.models, server.replies, server.state, server.turn_gate.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.server.dialects import anthropic, responses
 from tito.server.errors import BadRequestError, PausedError, error_body, retry_headers, validation_error
+from tito.server.models import RequestModel
 from tito.server.replies import json_response, read_body
 from tito.server.state import ServerState
 from tito.server.turn_gate import PauseMode, TurnGate
@@ -35,10 +36,10 @@ TURN_ROUTE = re.compile(r"^/sessions/[^/]+/v1/(chat/completions|messages|respons
 _Body = TypeVar("_Body", bound=BaseModel)
 
 
-class PauseRequest(BaseModel):
+class PauseRequest(RequestModel):
     """`POST /admin/pause`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     mode: Literal["reject", "hold"] = "reject"
     """`reject`: a new turn gets 429 with Retry-After; `hold`: it waits until resume."""
@@ -46,10 +47,10 @@ class PauseRequest(BaseModel):
     """Seconds a refused turn is told to wait (`reject`)."""
 
 
-class ResumeRequest(BaseModel):
+class ResumeRequest(RequestModel):
     """`POST /admin/resume`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     weight_version: str | None = Field(default=None, min_length=1)
     """The engines' weight version from now on: recorded on turns whose engine reports none."""

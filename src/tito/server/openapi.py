@@ -5,7 +5,7 @@ The routes read their bodies themselves (the size limit, the fingerprint of the 
 their models; `ROUTES` names them, with the statuses each route answers besides 200, and `tito_openapi` writes them
 into the schema FastAPI generates. tests/server/test_openapi.py checks the table against the app's routes.
 
-Imports from tito: server.dialects.anthropic, server.dialects.responses, server.models.
+Imports from tito: server.dialects.anthropic, server.dialects.responses, server.drain, server.models.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from tito.server.dialects.anthropic import AnthropicRequest
 from tito.server.dialects.responses import ResponsesRequest
+from tito.server.drain import PauseRequest, ResumeRequest
 from tito.server.models import ChatCompletionRequest, SamplesRequest, SessionRequest
 
 ERROR_BODY = {
@@ -93,12 +94,24 @@ FORMAT_QUERY = {
     "in": "query",
     "required": False,
     "schema": {"type": "string"},
-    "description": "json (default), safetensors, or a trainer's format (verl, skyrl, prime-rl, trl, miles)",
+    "description": "json (default), safetensors, or a trainer's format (tito.trajectory.exports.PROJECTIONS)",
+}
+DRAIN_TIMEOUT_QUERY = {
+    "name": "timeout",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "number", "minimum": 0},
+    "description": "the most seconds to wait for the turns in flight (default 600); 504 when they are not done by then",
 }
 ROUTES: dict[tuple[str, str], Operation] = {
     ("GET", "/health"): Operation((401, 502, 503, 504)),
     ("GET", "/ready"): Operation((401, 503)),
     ("GET", "/metrics"): Operation((401,), replies=("text/plain",)),
+    ("GET", "/load"): Operation((401,)),
+    ("POST", "/admin/pause"): Operation((400, 401, 413, 499), PauseRequest, body_required=False),
+    ("GET", "/admin/turns"): Operation((401,)),
+    ("POST", "/admin/drain"): Operation((400, 401, 504), query=(DRAIN_TIMEOUT_QUERY,)),
+    ("POST", "/admin/resume"): Operation((400, 401, 413, 499), ResumeRequest, body_required=False),
     ("GET", "/v1/models"): Operation((401,)),
     ("GET", "/sessions/{session_id}/v1/models"): Operation(READ),
     ("POST", "/sessions"): Operation((400, 401, 409, 413, 499, 503), SessionRequest, body_required=False),

@@ -79,7 +79,8 @@ class TurnGate:
         """Wait until no turn is in flight or `timeout` passes: (drained, seconds waited)."""
         started = time.monotonic()
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            if not self._idle.is_set():  # wait_for with timeout 0 times out even on a set event
+                await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
             return False, time.monotonic() - started
         waited = time.monotonic() - started
