@@ -302,7 +302,7 @@ def test_values_stored_before_range_checks_read_back_on_every_route(
         assert get(server, f"/sessions/{poisoned}/turns/0")["node_id"] == 0
         assert any(row["session_id"] == poisoned for row in get(server, "/sessions")["sessions"])
         for format in ("json", "safetensors", *PROJECTIONS):
-            reply = server.http.post(f"/sessions/{poisoned}/samples", json={"format": format})
+            reply = server.http.post(f"/sessions/{poisoned}/samples", json={"format": format, "reward": 1.0})
             assert reply.status_code == 200, (format, reply.text)
         spans = server.http.post(f"/sessions/{poisoned}/samples").json()["samples"][0]["spans"]
         assert spans[0]["sampling"]["seed"] == LEGACY_HUGE

@@ -294,6 +294,7 @@ def session_samples(
             if kinds is None or infos[conversation_id].kind in kinds
         ]
     built: list[Sample] = []
+    assembled = 0
     for part, conversation in parts:
         samples = [
             assemble_sample(
@@ -310,8 +311,9 @@ def session_samples(
             )
             for sequence in part.sample_sequences()
         ]
+        assembled += len(samples)
         built += part.postprocess_samples(samples)
-    if not built:
+    if not assembled:  # a post-processor may keep none of what was assembled (a filter): an empty list then
         if len(trajectory.store) == 0:
             problem = "no committed turns"
         elif kinds is not None and not any(part.sample_sequences() for part, _ in parts):
