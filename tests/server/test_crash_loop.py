@@ -24,6 +24,10 @@ from tests.server.test_crash import ServeProcess
 pytestmark = pytest.mark.soak
 
 AGENTS, TURNS, KILLS = 8, 6, 5
+TOKEN_DELAY = 0.02
+"""Seconds per streamed token of the instant engine: long enough that the run outlasts the kill moments (0.2-3 s)
+and a kill finds requests in flight however fast the machine (at 0.002 a quiet machine finished before the first
+kill)."""
 
 
 class Fleet:
@@ -63,7 +67,7 @@ class Fleet:
 def run(journal: Path, log: Path, kill_at: list[float]) -> tuple[list[list[object]], int]:
     """Run the fleet, killing and restarting the server `kill_at` seconds after the start; every session's
     samples and how many requests the kills cut off."""
-    fleet = Fleet(ServeProcess(journal, log, token_delay=0.002))
+    fleet = Fleet(ServeProcess(journal, log, token_delay=TOKEN_DELAY))
     threads = [threading.Thread(target=fleet.drive, args=(agent,)) for agent in fleet.agents]
     started = time.monotonic()
     for thread in threads:
@@ -74,7 +78,7 @@ def run(journal: Path, log: Path, kill_at: list[float]) -> tuple[list[list[objec
             break
         fleet.up.clear()
         fleet.server.kill()
-        fleet.server = ServeProcess(journal, log, token_delay=0.002)
+        fleet.server = ServeProcess(journal, log, token_delay=TOKEN_DELAY)
         for agent in fleet.agents:  # every reply received before the kill is stored
             stored = stored_response_ids(fleet.server.http, agent.session_id)
             assert stored[: len(agent.received)] == agent.received
