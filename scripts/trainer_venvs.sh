@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/venv_cache.sh
 . scripts/venv_cache.sh
-PY312="${TITO_PYTHON312:-/root/.pyenv/versions/3.12.1/bin/python}"
+PY312="${TITO_PYTHON312:-$(pyenv root)/versions/3.12.1/bin/python}"  # the machine image's Python 3.12, under pyenv
 TESTS=tests/trajectory/exports/trainers
 
 if ! V="$(cached_venv trainers-verl python3.11)"; then
