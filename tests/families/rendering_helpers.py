@@ -7,7 +7,6 @@ what lives here is the same for every family, so one fix reaches them all.
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -134,9 +133,8 @@ def call(call_id: str, name: str, arguments: dict[str, Any]) -> Message:
 
 
 def messages_of(shape: str) -> list[Message]:
-    """The messages of one conformance shape, as fresh dicts all the way down (a shallow copy shared the tool calls'
-    argument dicts with the shapes, so a test that changed one changed every later test's conversation)."""
-    return [copy.deepcopy(dict(turn.message)) for turn in shapes()[shape]]
+    """The messages of one conformance shape, as fresh dicts."""
+    return [dict(turn.message) for turn in shapes()[shape]]
 
 
 def coding_loop(makefile_arguments: dict[str, Any]) -> list[Message]:
