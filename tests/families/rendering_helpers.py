@@ -7,6 +7,7 @@ what lives here is the same for every family, so one fix reaches them all.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -133,8 +134,8 @@ def call(call_id: str, name: str, arguments: dict[str, Any]) -> Message:
 
 
 def messages_of(shape: str) -> list[Message]:
-    """The messages of one conformance shape, as fresh dicts."""
-    return [dict(turn.message) for turn in shapes()[shape]]
+    """The messages of one conformance shape, as deep copies: tests edit them, and the shapes are shared."""
+    return copy.deepcopy([turn.message for turn in shapes()[shape]])
 
 
 def coding_loop(makefile_arguments: dict[str, Any]) -> list[Message]:
