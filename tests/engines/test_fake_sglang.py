@@ -1,12 +1,12 @@
-"""The in-test SGLang server's replies against SGLang's own `/generate` reply contract, not against tito's client.
+"""The in-test SGLang server's replies against real SGLang's reply contract, not against tito's client.
 
-No registry package ships SGLang's reply types in Python (llm-router-utils keeps only a minimal `GenerateReqInput`;
-smg compiles its protocol into Rust), so the oracle is the contract recorded from SGLang's source in
-../shared/research/engines.md §1.1 and §1.3: `text`, `output_ids` (the matched stop id included), `meta_info` with
-`id`, `finish_reason` (`stop` + `matched` id or string, `length` + `length`, `abort` + `message`/`status_code`/
-`err_type`, null while a stream is unfinished), token counts and `output_token_logprobs` triples
-`[logprob, id, null]` as long as `completion_tokens`; streamed events cumulative by default, deltas with
-`--incremental-streaming-output`. A drift of the fake from that contract fails here, whatever tito's client reads.
+Two oracles: SGLang's own generated wire types (`sglang.api.v1.api_types` of the pinned sglang wheel, loaded by
+tests/engines/sglang_api.py: every reply and streamed event must decode with `GenerateResponse.from_json_value`, its
+finish reason as SGLang's `FinishStop`/`FinishLength`/`FinishAbort`, not the untyped fallback), and the behaviour
+recorded from SGLang's source in ../shared/research/engines.md §1.1 and §1.3, which the types do not state:
+`output_ids` keep the matched stop id, `output_token_logprobs` triples `[logprob, id, null]` as long as
+`completion_tokens`, streamed events cumulative by default and deltas with `--incremental-streaming-output`, an
+unfinished event's finish reason null. A drift of the fake from either fails here, whatever tito's client reads.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr
 
 from tests.engines.fake_engine import FakeServer
 from tests.engines.servers import ServerThread, start_fake
+from tests.engines.sglang_api import sglang_api_types
 
 PROMPT = [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
 
@@ -85,6 +86,9 @@ def body(rid: str, max_new_tokens: int = 8, stream: bool = False, stop: list[int
 
 def checked(reply: dict[str, Any], rid: str, cumulative_from: int = 0) -> GenerateReply:
     """The reply validated against the contract, and its counts and ids consistent with each other."""
+    decoded = sglang_api_types().GenerateResponse.from_json_value(reply)  # raises on what SGLang would reject
+    finish = decoded.meta_info.finish_reason
+    assert finish is None or not isinstance(finish, dict), f"SGLang decodes {finish} only as an untyped fallback"
     parsed = GenerateReply.model_validate(reply)
     info = parsed.meta_info
     assert info.id == rid and info.prompt_tokens == len(PROMPT)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob, scripted_top_logprobs
 from tests.engines.servers import free_port
+from tests.engines.sglang_api import sglang_api_types
 from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
 from tito.engines.sglang import SGLangEngine, parse_finish_reason, parse_reply
 from tito.errors import (
@@ -296,3 +297,32 @@ def test_a_json_schema_is_sglangs_own_constrained_decoding() -> None:
     assert sampling_params(SamplingParams(max_new_tokens=5, json_schema=schema))["json_schema"] == schema
     assert "json_schema" not in sampling_params(SamplingParams(max_new_tokens=5))
     assert SGLangEngine("http://127.0.0.1:9").info.structured_output
+
+
+@pytest.mark.asyncio
+async def test_every_request_decodes_with_sglangs_own_wire_types(sglang_server: FakeServer):
+    """tito's /generate bodies (whole and streamed, every sampling option tito sets) and its abort body decode
+    with SGLang's generated types; their sampling params reject unknown keys, so a misspelt option fails here."""
+    types = sglang_api_types()
+    engine = SGLangEngine(sglang_server.url)
+    every_option = SamplingParams(
+        max_new_tokens=3, temperature=0.5, top_p=0.9, top_k=20, min_p=0.05, stop_token_ids=(151645,),
+        stop=("</answer>",), seed=7, presence_penalty=0.1, frequency_penalty=0.2, repetition_penalty=1.1,
+        top_logprobs=2, json_schema='{"type": "object"}',
+    )  # fmt: skip
+    await engine.generate(GenerateRequest(PROMPT, every_option, "s1-t1-a", "s1"))
+    await collect_stream(engine.stream(request(max_new_tokens=2, session=None)), 0.0)
+    await engine.abort("s1-t1-a")
+    await engine.aclose()
+    whole, streamed, abort = (recorded.body for recorded in sglang_server.requests)
+    decoded = types.GenerateRequest.from_json_value(whole)
+    assert (decoded.input_ids, decoded.rid, decoded.routing_key, decoded.stream) == (PROMPT, "s1-t1-a", "s1", False)
+    params = decoded.sampling_params
+    assert (params.max_new_tokens, params.top_k, params.sampling_seed, params.stop) == (3, 20, 7, ["</answer>"])
+    assert (params.json_schema, params.skip_special_tokens, decoded.top_logprobs_num) == (
+        '{"type": "object"}',
+        False,
+        2,
+    )
+    assert types.GenerateRequest.from_json_value(streamed).stream is True
+    assert types.AbortRequest.from_json_value(abort).rid == "s1-t1-a"
