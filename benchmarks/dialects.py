@@ -1,7 +1,7 @@
 """The added cost of the Anthropic Messages and Responses dialects next to chat completions (issue #17).
 
 Section `stream`: the benchmark completion of benchmarks/parsing.py (long reasoning, a short answer, two parallel
-tool calls) streamed through `tito.server.streaming.stream_turn`, the code every `stream: true` request runs, with
+tool calls) streamed through `tito.server.turns.streaming.stream_turn`, the code every `stream: true` request runs, with
 each dialect's encoder, from an in-process engine that hands out prepared 1-id or 16-id chunks at no cost (so all
 time measured is tito's): the whole streamed turn (parse, encoding, ids collection, build and commit), per engine
 chunk and per SSE event, and the ratio of each dialect's turn to chat's, measured side by side, interleaved.
@@ -37,15 +37,15 @@ from benchmarks.streaming import SERVER_FAMILY, ChunkedEngine, never_disconnects
 from tests.parsing.cases import get_case
 
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.completions import PreparedTurn, parse_chat_request, reply_body
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
-from tito.server.streaming import ChatStreamEncoder, StreamEncoder, stream_turn
+from tito.server.turns.completions import PreparedTurn, parse_chat_request, reply_body
+from tito.server.turns.streaming import ChatStreamEncoder, StreamEncoder, stream_turn
 from tito.trajectory.events import SessionConfig, TurnCommitted
 
 TARGET_RATIO = 1.2

@@ -1,4 +1,4 @@
-"""What the server's engine guard (tito.server.engine_guard) adds to an engine call, side by side in one run.
+"""What the server's engine guard (tito.server.turns.engine_guard) adds to an engine call, side by side in one run.
 
 The guard checks every reply where it enters (ids inside the vocabulary, logprobs finite) and tracks the call so an
 abort can end it. Its cost must scale with the reply, never with the history (the prompt). Measured against an
@@ -29,8 +29,8 @@ from tito.engines.protocol import (
     logprob_values,
     token_ids,
 )
-from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
+from tito.server.turns.engine_guard import GuardedEngine
 
 VOCABULARY = 151_669
 ROUNDS = 9

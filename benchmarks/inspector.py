@@ -28,7 +28,7 @@ from tito.engines.instant import InstantEngine
 from tito.engines.protocol import GenerateRequest
 from tito.family_tokenizer import builtin_tokenizer_for
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.running import serve_in_thread
+from tito.server.commands.running import serve_in_thread
 
 TARGET_MS = 1000.0
 CHROMIUM_ARGS = [

@@ -48,8 +48,8 @@ from tests.engines.servers import free_port
 
 from tito.engines.sglang import SGLangEngine
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.launch import instant_reply_ids
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import instant_reply_ids
+from tito.server.commands.running import serve_in_thread
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
 

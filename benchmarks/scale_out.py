@@ -2,7 +2,7 @@
 
 Everything real and on loopback: `tito serve --engine instant --journal DIR --journal-shared` processes (the
 instant engine answers a fixed reply at once, so what is measured is tito, nginx and the client), one nginx
-(`tito.server.router_config`, hash on the session id) in front, and this process as the load: `--concurrency`
+(`tito.server.scaleout.router_config`, hash on the session id) in front, and this process as the load: `--concurrency`
 agents, each a session of `--turns` turns (then a new session), over keep-alive HTTP.
   throughput  for each process count, `--seconds` of load after a warm-up: turns/s, and the ratio to 1 process.
               Rounds rotate the process counts (best round kept), so load from others on a shared machine hits

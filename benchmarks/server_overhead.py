@@ -67,8 +67,8 @@ from tito.engines.instant import InstantEngine
 from tito.engines.protocol import GenerateRequest
 from tito.journal import FsyncPolicy
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.journaling import open_server_journal
-from tito.server.launch import instant_reply_ids
+from tito.server.commands.launch import instant_reply_ids
+from tito.server.sessions.journaling import open_server_journal
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import load_tokenizer
 from tito.trajectory.events import TrajectoryKind

@@ -7,7 +7,7 @@ Section `parse`, for each family and size:
   stream@k   TitoTokenizer.incremental_parser(prompt_ids, tools): feed(chunk) per k-id chunk, then finish()
   Reported: the summed streaming parse, the added time per chunk (summed / chunks), and finish() alone.
   Targets: summed stream@16 / whole <= 3; per chunk well under 25 us.
-Section `server` (qwen3): the completion streamed through `tito.server.streaming.stream_turn`, the code a
+Section `server` (qwen3): the completion streamed through `tito.server.turns.streaming.stream_turn`, the code a
 `stream: true` request runs, from an in-process engine that hands out prepared chunks at no cost, so every
 microsecond measured is tito's:
   turn       the whole streamed turn (abort watch, parse, delta merge, SSE encoding, ids collection, build and
@@ -41,9 +41,9 @@ from tests.parsing.cases import TOOLS, case_names, get_case
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import Finish, FinishKind, GenerateRequest, GenerationChunk, logprob_values, token_ids
 from tito.server import ServerOptions, ServerState
-from tito.server.completions import PreparedTurn, parse_chat_request, prepare_turn
-from tito.server.retries import unmarked_key
-from tito.server.streaming import stream_turn
+from tito.server.turns.completions import PreparedTurn, parse_chat_request, prepare_turn
+from tito.server.turns.retries import unmarked_key
+from tito.server.turns.streaming import stream_turn
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.events import SessionConfig
 

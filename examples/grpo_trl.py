@@ -28,8 +28,8 @@ from trl import GRPOConfig, GRPOTrainer
 
 from tito.engines.local import default_model_dir
 from tito.server import ServerOptions, create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 
 PROMPTS = ["Count to three.", "Name a colour."]
 GROUP = 4

@@ -14,7 +14,7 @@ from typing import NoReturn
 import pytest
 
 import tito.family_tokenizer
-import tito.server.launch
+import tito.server.commands.launch
 from tito.conformance import CaseResult, run_matrix
 from tito.content_tokens import ContentMode
 from tito.family_tokenizer import builtin_tokenizer_for
@@ -79,7 +79,7 @@ def shared_builtin_tokenizers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI and `build_state` get a family's tokenizer from `builtin_tokenizer_for`: give them the session's
     (`builtin_tokenizer`) instead of building it again per call. tests/test_family_tokenizer.py tests the real one."""
     monkeypatch.setattr(tito.family_tokenizer, "builtin_tokenizer_for", builtin_tokenizer)
-    monkeypatch.setattr(tito.server.launch, "builtin_tokenizer_for", builtin_tokenizer)
+    monkeypatch.setattr(tito.server.commands.launch, "builtin_tokenizer_for", builtin_tokenizer)
 
 
 @cache

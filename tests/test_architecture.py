@@ -167,3 +167,11 @@ def test_an_import_inside_a_function_that_the_rule_does_not_name_is_caught(tmp_p
     )
     path.write_text(leaky_source)
     assert undeclared_imports(Module("tito.leaky", path, is_package=False)) == ["tito.server.app"]
+
+
+def test_a_server_room_row_refuses_a_room_above_it(tmp_path: Path) -> None:
+    """The server's rooms import down: a turn-path module that reaches for a command is refused by its room's row."""
+    path = tmp_path / "leaky.py"
+    path.write_text('"""Leaky. Imports from tito: server.errors."""\n\nfrom tito.server.commands.launch import x\n')
+    leaky = Module("tito.server.turns.leaky", path, is_package=False)
+    assert refused_by_table(leaky, import_table()) == ["tito.server.commands.launch"]

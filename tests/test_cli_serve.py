@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-import tito.server.running
+import tito.server.commands.running
 from tito.cli import main
 from tito.trajectory.events import TrajectoryKind
 
@@ -75,7 +75,7 @@ def test_tito_serve_with_the_instant_engine_answers_a_session() -> None:
 
 def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
+    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
     picker = "tito.trajectory.picking:drop_superseded_retries"
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--trajectory", "tree", "--strict-append-only",
                  "--max-nodes", "5", "--sample-picker", picker]) == 0  # fmt: skip
@@ -86,7 +86,7 @@ def test_the_tree_options_become_the_servers_session_defaults(monkeypatch: pytes
 
 def test_the_matcher_option_is_each_sessions_default_and_harness_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
+    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
     assert main(["serve", "--engine", "instant", "--family", "qwen3"]) == 0
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--matcher", "strict"]) == 0
     assert [app.state.tito.options.matcher for app in served] == ["harness", "strict"]
@@ -96,7 +96,7 @@ def test_a_sample_hook_that_cannot_load_stops_tito_serve_before_it_serves(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
+    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: served.append(app))
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--sample-postprocessor", "my_hooks"]) == 1
     assert "--sample-postprocessor 'my_hooks': expected 'module:function'" in capsys.readouterr().err
     assert served == []
@@ -174,7 +174,7 @@ def _keep_tito_log_level() -> Iterator[None]:
 def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tito.server.launch
+    import tito.server.commands.launch
     from tito.engines.instant import InstantEngine
 
     asked: list[dict[str, Any]] = []
@@ -183,8 +183,8 @@ def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_th
         asked.append({"kind": kind, **kwargs})
         return InstantEngine(lambda request: (1,))
 
-    monkeypatch.setattr(tito.server.launch, "create_engine", engine)
-    monkeypatch.setattr(tito.server.running, "serve_on_socket", lambda app, sock, **kwargs: None)
+    monkeypatch.setattr(tito.server.commands.launch, "create_engine", engine)
+    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: None)
     argv = ["serve", "--family", "qwen3", "--tokenizer", "qwen3", "--model", str(tmp_path), "--port", "0"]
     assert main([*argv, "--threads", "1"]) == 0
     assert (asked[0]["kind"], asked[0]["threads"]) == ("local", 1)
@@ -202,7 +202,9 @@ def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burs
     def record(config: Any) -> None:
         settings.append({"timeout_keep_alive": config.timeout_keep_alive, "backlog": config.backlog})
 
-    monkeypatch.setattr(tito.server.running.uvicorn.Server, "run", lambda server, sockets=None: record(server.config))
+    monkeypatch.setattr(
+        tito.server.commands.running.uvicorn.Server, "run", lambda server, sockets=None: record(server.config)
+    )
     assert main(["serve", "--engine", "instant", "--family", "qwen3", "--port", "0"]) == 0
     assert settings[0]["timeout_keep_alive"] > max(httpx.Limits().keepalive_expiry or 0, 15)
     assert settings[0]["backlog"] >= 1024

@@ -228,13 +228,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         if not args.journal:
             raise UsageError("--workers N needs --journal DIR: the workers share it to take over each other's sessions")
-        from tito.server.workers import run_workers
+        from tito.server.scaleout.workers import run_workers
 
         return run_workers(args.argv, args.workers, args.host, args.port)
 
     from tito.server import ServerOptions, create_app
-    from tito.server.launch import build_state
-    from tito.server.running import bound_port, listening_socket, serve_on_socket
+    from tito.server.commands.launch import build_state
+    from tito.server.commands.running import bound_port, listening_socket, serve_on_socket
     from tito.trajectory.events import TrajectoryKind
 
     if args.threads is not None and args.engine != "local":
@@ -379,7 +379,7 @@ def _add_serve_command(commands: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tito.server.demo import run_demo
+    from tito.server.commands.demo import run_demo
 
     return run_demo(port=args.port)
 
@@ -395,7 +395,7 @@ def _add_demo_command(commands: Any) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from tito.server.inspect_command import run_inspect
+    from tito.server.commands.inspect import run_inspect
 
     return run_inspect(args)
 
@@ -440,7 +440,7 @@ def _engine_args(args: argparse.Namespace) -> int:
 
 
 def _verify_session(args: argparse.Namespace) -> int:
-    from tito.server.verify_session import VerifyOptions, checks_json, run_verify_session
+    from tito.server.commands.verify_session import VerifyOptions, checks_json, run_verify_session
 
     options = VerifyOptions(args.engine, args.engine_url, args.family, args.tokenizer, args.chat_template_kwargs,
                             max_tokens=args.max_tokens)  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 
 from tests.engines.servers import free_port
-from tito.server.router_config import nginx_config
+from tito.server.scaleout.router_config import nginx_config
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)

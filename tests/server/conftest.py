@@ -27,8 +27,8 @@ from tito.engines.instant import InstantEngine
 from tito.engines.protocol import EngineInfo, Finish, FinishKind, GenerateRequest, Generation, GenerationChunk
 from tito.errors import EngineResponseError, EngineUnavailableError
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.launch import instant_reply_ids
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import instant_reply_ids
+from tito.server.commands.running import serve_in_thread
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 

@@ -9,9 +9,9 @@ import pytest
 
 from tito.engines.instant import InstantEngine
 from tito.errors import EngineResponseError, EngineTimeoutError, TitoError
-from tito.server.aborting import AbortReason, TurnWatch
 from tito.server.errors import ClientDisconnectedError, SessionGoneError
-from tito.server.sessions import SessionRegistry
+from tito.server.sessions.registry import SessionRegistry
+from tito.server.turns.aborting import AbortReason, TurnWatch
 from tito.trajectory.events import SessionConfig
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.server.conftest import Server, ServerFactory
 from tito.parsing.pipeline import CompletionParser
-from tito.server.launch import INSTANT_REPLY
+from tito.server.commands.launch import INSTANT_REPLY
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 

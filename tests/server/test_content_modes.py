@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tito.server import create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.state import ServerOptions
 
 pytestmark = pytest.mark.usefixtures("shared_builtin_tokenizers")  # tests.conftest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tito.server.demo import run_demo
+from tito.server.commands.demo import run_demo
 
 
 def test_the_demo_drives_every_step_and_shows_the_sample_and_the_serve_command(

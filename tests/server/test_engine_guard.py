@@ -14,8 +14,8 @@ import pytest
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import FinishKind, GenerateRequest, Generation, GenerationChunk, SamplingParams
 from tito.errors import EngineRequestError, EngineResponseError
-from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
+from tito.server.turns.engine_guard import GuardedEngine
 
 VOCABULARY = 100
 
@@ -136,7 +136,7 @@ def test_a_failed_or_slow_abort_is_logged_and_counted_never_raised(
     metrics = ServerMetrics()
     engine = StuckEngine(abort_error, abort_delay)
     guard = GuardedEngine(engine, VOCABULARY, metrics, abort_timeout=0.05)
-    with caplog.at_level(logging.WARNING, logger="tito.server.engine_guard"):
+    with caplog.at_level(logging.WARNING, logger="tito.server.turns.engine_guard"):
         asyncio.run(guard.abort("req-9"))
     assert engine.aborted == ["req-9"]
     assert faults(metrics) == {("instant", "abort_failed"): 1.0}

@@ -16,8 +16,8 @@ from tests.server.journal_agent import Agent, comparable, samples_of, stored_res
 from tito.journal import JournalWriter, replay
 from tito.journal.segments import list_segments
 from tito.server.errors import SessionGoneError
-from tito.server.journaling import ServerJournal, open_server_journal
-from tito.server.sessions import SessionRegistry
+from tito.server.sessions.journaling import ServerJournal, open_server_journal
+from tito.server.sessions.registry import SessionRegistry
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory import create_episode
 from tito.trajectory.events import SessionDeleted

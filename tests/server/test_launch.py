@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import family_tokenizer
 from tito.errors import ConfigurationError
-from tito.server.launch import INSTANT_REPLY, build_state, instant_reply_ids
+from tito.server.commands.launch import INSTANT_REPLY, build_state, instant_reply_ids
 from tito.server.state import ServerOptions
 from tito.tokenizer import get_tito_tokenizer
 

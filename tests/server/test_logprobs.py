@@ -17,8 +17,8 @@ from tests.engines.servers import start_fake
 from tests.server.conftest import Server
 from tito.engines.sglang import SGLangEngine
 from tito.server import ServerOptions, ServerState, create_app
-from tito.server.logprobs import token_bytes
-from tito.server.running import serve_in_thread
+from tito.server.commands.running import serve_in_thread
+from tito.server.turns.logprobs import token_bytes
 from tito.tokenizer_loading import LocalTokenizer
 
 USER = [{"role": "user", "content": "What is 6 * 7? Answer with ünïcödé."}]

@@ -6,9 +6,9 @@ import asyncio
 import threading
 
 from tests.server.conftest import Server
-from tito.server import completions
 from tito.server.models import ChatCompletionRequest
-from tito.server.sessions import Session
+from tito.server.sessions.registry import Session
+from tito.server.turns import completions
 from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig
 

@@ -24,8 +24,8 @@ from tito.errors import JournalError
 from tito.journal import JournalWriter, replay
 from tito.journal.leases import Lease, write_lease
 from tito.journal.shared import SharedJournalLayout
-from tito.server import ownership
-from tito.server.ownership import SESSION_ID_HEADER
+from tito.server.scaleout import ownership
+from tito.server.scaleout.ownership import SESSION_ID_HEADER
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.events import SessionCreated
 

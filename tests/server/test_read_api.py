@@ -23,10 +23,10 @@ from tests.server.inspector_scenario import TreeScenario, linear_session, tree_s
 from tests.server.test_completions import as_message, client
 from tito.cli import main
 from tito.journal.export import encode, export_samples
-from tito.server.export_sessions import ExportFileError, ExportSessions
-from tito.server.inspect_command import build_inspect_app
-from tito.server.read_api import JournalSessions
-from tito.server.running import serve_in_thread
+from tito.server.commands.inspect import build_inspect_app
+from tito.server.commands.running import serve_in_thread
+from tito.server.inspection.export_sessions import ExportFileError, ExportSessions
+from tito.server.inspection.read_api import JournalSessions
 from tito.tokenizer import get_tito_tokenizer
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.exports import PROJECTIONS
@@ -184,7 +184,8 @@ def _linear_with_a_retry(server: Server) -> str:
 
 
 def _without_clock(body: dict[str, Any]) -> dict[str, Any]:
-    """Without what only a live server knows: clocks, and the resend counts (memory only, tito.server.resends)."""
+    """Without what only a live server knows: clocks, and the resend counts (memory only,
+    tito.server.sessions.resends)."""
     summary = {key: value for key, value in body["summary"].items() if key not in ("last_activity", "superseded_turns")}
     rest = {key: value for key, value in body.items() if key != "resends"}
     return {**rest, "summary": summary, "tree": {**body["tree"], "nodes": body["tree"]["nodes"]}}

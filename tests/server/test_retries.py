@@ -12,7 +12,7 @@ import pytest
 
 from tests.server.conftest import Server
 from tests.server.dialects.support import FIRST_TURNS
-from tito.server.retries import request_key
+from tito.server.turns.retries import request_key
 
 
 def test_the_idempotency_key_is_part_of_the_fingerprint_and_marks_a_retry() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REQUIRE_BINARIES, unavailable
 from tests.server.cluster import NGINX
-from tito.server.router_config import nginx_config
+from tito.server.scaleout.router_config import nginx_config
 
 
 def test_the_config_hashes_sessions_and_hands_the_minted_id_to_tito() -> None:

@@ -11,7 +11,7 @@ import asyncio
 import gc
 import socket
 
-from tito.server.running import GC_THRESHOLDS, bound_port, listening_socket, tune_garbage_collector
+from tito.server.commands.running import GC_THRESHOLDS, bound_port, listening_socket, tune_garbage_collector
 
 
 def test_connections_accepted_on_the_listening_socket_have_nodelay() -> None:

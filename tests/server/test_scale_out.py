@@ -39,8 +39,8 @@ from tests.server.journal_agent import comparable
 from tito.journal.leases import fence
 from tito.journal.shared import SharedJournalLayout
 from tito.server import ServerOptions, create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 
 pytestmark = pytest.mark.crash
 

@@ -8,7 +8,7 @@ from array import array
 import pytest
 
 from tito.server.errors import SessionGoneError, SessionNotFoundError
-from tito.server.sessions import SessionRegistry
+from tito.server.sessions.registry import SessionRegistry
 from tito.trajectory.events import SessionConfig, SessionDeleted, SessionEvent, TrajectoryKind, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError
 

@@ -23,7 +23,7 @@ from tests.parsing.cases import TOOLS as CASE_TOOLS
 from tests.parsing.cases import assistant_messages, case_names, get_case, render_completion
 from tests.parsing.test_incremental import PROPERTY, chunkings, chunks_of
 from tests.server.conftest import Server, ServerFactory
-from tito.server.streaming import ChunkEncoder, delta_object
+from tito.server.turns.streaming import ChunkEncoder, delta_object
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS = [
@@ -212,7 +212,7 @@ def test_a_client_that_disconnects_mid_stream_aborts_the_engine_and_commits_noth
     aborted = len(server.engine.aborted)
     with server.http.stream("POST", url, json={"messages": USER, "stream": True}) as response:
         next(response.iter_lines())  # the role chunk, then hang up
-    # The engine's abort is sent (a call that had not started yet is never started: server/engine_guard.py).
+    # The engine's abort is sent (a call that had not started yet is never started: server/turns/engine_guard.py).
     wait_until(lambda: len(server.engine.aborted) == aborted + 1)
     time.sleep(0.1)  # the stream's end, had it committed, would be recorded by now
     assert turns_of(server, session_id) == []

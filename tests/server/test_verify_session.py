@@ -22,7 +22,7 @@ from tests.engines.fake_vllm import vllm_app
 from tests.engines.servers import ServerThread
 from tito.cli import main
 from tito.rendering import compile_template, render_template
-from tito.server.verify_session import Check, VerifyOptions, run_verify_session
+from tito.server.commands.verify_session import Check, VerifyOptions, run_verify_session
 
 REPLY = "<think>\nThe tool said rain.\n</think>\n\nIt is raining in Oslo.<|im_end|>"
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.engines.servers import free_port
 from tito.cli import main
-from tito.server.workers import worker_argv
+from tito.server.scaleout.workers import worker_argv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tito.server import ServerOptions, create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 
 
 class TitoServerActor:

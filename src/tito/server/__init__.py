@@ -7,7 +7,7 @@ Imports nothing from tito.
 """
 
 from tito.server.app import create_app
-from tito.server.sessions import EventSink, Session, SessionRegistry
+from tito.server.sessions.registry import EventSink, Session, SessionRegistry
 from tito.server.state import ServerOptions, ServerState
 
 __all__ = ["EventSink", "ServerOptions", "ServerState", "Session", "SessionRegistry", "create_app"]

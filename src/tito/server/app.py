@@ -22,31 +22,31 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
 from tito.server.access_log import AccessLogMiddleware
-from tito.server.completions import (
+from tito.server.dialects.routes import register_dialect_routes
+from tito.server.discovery import add_discovery_routes
+from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
+from tito.server.inspection.read_api import LiveSessions, add_read_routes
+from tito.server.inspection.ui import InspectorPageMiddleware
+from tito.server.metrics import ServerMetrics
+from tito.server.models import SamplesRequest, SessionRequest
+from tito.server.openapi import tito_openapi
+from tito.server.replies import error_response, json_response, read_body
+from tito.server.scaleout.load import add_load_route
+from tito.server.scaleout.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
+from tito.server.sessions.journaling import open_server_journal
+from tito.server.sessions.lineage import lineage_of
+from tito.server.sessions.samples import asked_json, build_samples, samples_format, samples_response, session_reward
+from tito.server.state import ServerState
+from tito.server.turns.completions import (
     complete_turn,
     parse_chat_request,
     prepare_turn,
     reply_body,
 )
-from tito.server.dialects.routes import register_dialect_routes
-from tito.server.discovery import add_discovery_routes
-from tito.server.drain import TurnGateMiddleware, add_admin_routes
-from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers, validation_error
-from tito.server.journaling import open_server_journal
-from tito.server.lineage import lineage_of
-from tito.server.load import add_load_route
-from tito.server.logprobs import choice_logprobs
-from tito.server.metrics import ServerMetrics
-from tito.server.models import SamplesRequest, SessionRequest
-from tito.server.openapi import tito_openapi
-from tito.server.ownership import SESSION_ID_HEADER, OwnershipMiddleware, SharedJournalOwner
-from tito.server.read_api import LiveSessions, add_read_routes
-from tito.server.replies import error_response, json_response, read_body
-from tito.server.retries import request_key
-from tito.server.samples import asked_json, build_samples, samples_format, samples_response, session_reward
-from tito.server.state import ServerState
-from tito.server.streaming import streamed_reply
-from tito.server.ui import InspectorPageMiddleware
+from tito.server.turns.drain import TurnGateMiddleware, add_admin_routes
+from tito.server.turns.logprobs import choice_logprobs
+from tito.server.turns.retries import request_key
+from tito.server.turns.streaming import streamed_reply
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 
 logger = logging.getLogger(__name__)

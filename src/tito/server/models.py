@@ -122,7 +122,7 @@ class ChatCompletionRequest(RequestModel):
     stream: bool | None = None
     response_format: dict[str, Any] | None = None
     """Structured output: `{"type": "json_schema", "json_schema": {"schema"}}` or `json_object` is the engine's
-    constrained decoding (`server.completions.response_schema`); `text` is none."""
+    constrained decoding (`server.turns.completions.response_schema`); `text` is none."""
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
     top_logprobs: Annotated[int, Within(0, 20)] | None = None

@@ -5,7 +5,7 @@ The routes read their bodies themselves (the size limit, the fingerprint of the 
 their models; `ROUTES` names them, with the statuses each route answers besides 200, and `tito_openapi` writes them
 into the schema FastAPI generates. tests/server/test_openapi.py checks the table against the app's routes.
 
-Imports from tito: server.dialects.anthropic, server.dialects.responses, server.drain, server.models.
+Imports from tito: server.dialects.anthropic, server.dialects.responses, server.turns.drain, server.models.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pydantic import BaseModel
 
 from tito.server.dialects.anthropic import AnthropicRequest
 from tito.server.dialects.responses import ResponsesRequest
-from tito.server.drain import PauseRequest, ResumeRequest
 from tito.server.models import ChatCompletionRequest, SamplesRequest, SessionRequest
+from tito.server.turns.drain import PauseRequest, ResumeRequest
 
 ERROR_BODY = {
     "type": "object",

@@ -1,7 +1,8 @@
 """What one running server holds: launch options, the tokenizer pool, the engine, sessions and metrics.
 
-Imports from tito: content_tokens, engines.protocol, matching, server.engine_guard, server.metrics,
-server.router_release, server.sessions, server.tokenizers, server.turn_gate, tokenizer_protocol, trajectory.
+Imports from tito: content_tokens, engines.protocol, matching, server.turns.engine_guard, server.metrics,
+server.scaleout.router_release, server.sessions.registry, server.tokenizers, server.turns.turn_gate, tokenizer_protocol,
+trajectory.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any
 from tito.content_tokens import ContentSpecialTokens
 from tito.engines.protocol import Engine
 from tito.matching import matching_policy
-from tito.server.engine_guard import GuardedEngine
 from tito.server.metrics import ServerMetrics
-from tito.server.router_release import RouterRelease
-from tito.server.sessions import EventSink, SessionRegistry
+from tito.server.scaleout.router_release import RouterRelease
+from tito.server.sessions.registry import EventSink, SessionRegistry
 from tito.server.tokenizers import TokenizerPool
-from tito.server.turn_gate import TurnGate
+from tito.server.turns.engine_guard import GuardedEngine
+from tito.server.turns.turn_gate import TurnGate
 from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TrajectoryKind
 from tito.trajectory.picking import load_hook
@@ -70,7 +71,7 @@ class ServerOptions:
     """The journal's fsync policy: `always`, `interval` or `never` (see `tito.journal.FsyncPolicy`)."""
     journal_shared: bool = False
     """`journal` is shared by several tito processes behind one router: each writes its own stream under it, holds
-    a lease, and takes over the sessions of a dead one (`tito.server.ownership`)."""
+    a lease, and takes over the sessions of a dead one (`tito.server.scaleout.ownership`)."""
     lease_ttl: float = 2.0
     """Shared journal: seconds after its last renewal at which a silent process's sessions may be taken over."""
     process_name: str = "tito"
@@ -102,7 +103,7 @@ class ServerState:
         self.registry = SessionRegistry(max_sessions=options.max_sessions, sink=sink)
         self.registry.on_session_end = RouterRelease(engine, self.metrics)  # an ended session freed at the router
         self.gate = TurnGate(self.metrics)
-        """Pauses and counts turns for weight updates (server.drain)."""
+        """Pauses and counts turns for weight updates (server.turns.drain)."""
         self.model_name = options.model_name or engine.info.model
 
     def reply_model(self, requested: str | None) -> str:

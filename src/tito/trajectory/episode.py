@@ -59,7 +59,7 @@ _SPAWN_TEXT_MIN = 8
 
 @dataclass(frozen=True)
 class Lineage:
-    """What a request states about its conversation (the server reads it from headers; `server.lineage`)."""
+    """What a request states about its conversation (the server reads it from headers; `server.sessions.lineage`)."""
 
     source: str
     """`x-tito-conversation`, `codex` or `claude-code`."""

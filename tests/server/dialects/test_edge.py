@@ -9,7 +9,7 @@ import pytest
 
 from tests.trajectory.turns import assistant, turn, user
 from tito.server.dialects.edge import stored_turn
-from tito.server.sessions import Session
+from tito.server.sessions.registry import Session
 from tito.trajectory.events import SessionConfig, TrajectoryKind
 from tito.trajectory.nodes import NodeStore
 from tito.trajectory.tree import TreeTrajectory

@@ -17,8 +17,8 @@ from tests.engines.fake_engine import FakeServer
 from tests.engines.servers import start_fake
 from tests.parsing.cases import TOOLS, get_case, render_completion
 from tito.server import create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.state import ServerOptions
 
 pytestmark = pytest.mark.usefixtures("shared_builtin_tokenizers")  # tests.conftest

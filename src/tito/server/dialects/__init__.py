@@ -6,6 +6,7 @@ by (it is recorded as `metadata["dialect"]`).
 Modules, in import order: signing (opaque round-trip values), edge (what both edges share), anthropic and
 responses (request and reply translation), anthropic_stream and responses_stream (stream encoders), routes.
 
-Imports from tito: errors, families.base, engines.protocol, parsing.incremental, server.completions, server.errors,
-server.models, server.replies, server.sessions, server.state, server.streaming, trajectory.events.
+Imports from tito: errors, families.base, engines.protocol, parsing.incremental, server.turns.completions,
+server.errors, server.models, server.replies, server.sessions.registry, server.state, server.turns.streaming,
+trajectory.events.
 """

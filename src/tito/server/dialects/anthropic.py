@@ -8,7 +8,7 @@ user message's `text` blocks -> a user message, its `tool_result` blocks -> tool
 `tool_calls` (`input` as JSON text). A thinking block whose `signature` verifies (server.dialects.signing) names the
 stored turn, whose message then stands for the resent one when they agree (server.dialects.edge). `thinking: {type}`
 is the family's thinking switch; `stop_sequences` are stop strings; `output_config.format` (structured output) is
-the engine's constrained decoding (server.completions.response_schema); `tool_choice` is passed on as chat
+the engine's constrained decoding (server.turns.completions.response_schema); `tool_choice` is passed on as chat
 completions' (which, like it, tito does not enforce). Images, documents, server tools and MCP servers are a 400
 naming the field.
 
@@ -17,7 +17,8 @@ Reply: content blocks built from the assistant message's deltas by `Blocks`, the
 (signed), `text`, `tool_use` (`id` is the stored tool-call id, `input` the model's own arguments parsed).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+server.dialects.signing, server.errors, server.models, server.sessions.registry, server.turns.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ from tito.server.models import (
     TopK,
     TopP,
 )
-from tito.server.sessions import Session
-from tito.server.streaming import message_deltas
+from tito.server.sessions.registry import Session
+from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
 DIALECT = "anthropic"

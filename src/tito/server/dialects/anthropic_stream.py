@@ -1,5 +1,5 @@
 """Anthropic's stream of one turn (`stream: true`), written as the engine samples by the dialect-neutral core
-(server.streaming): `message_start` before the first ids, then per engine chunk the `content_block_start` /
+(server.turns.streaming): `message_start` before the first ids, then per engine chunk the `content_block_start` /
 `content_block_delta` (`thinking_delta`, `text_delta`, `input_json_delta`) / `content_block_stop` events its
 deltas make (a thinking block ends with its `signature_delta`), and once the turn is committed `message_delta`
 (`stop_reason`, usage) and `message_stop`. A failure is an `event: error` in Anthropic's shape, which the
@@ -23,7 +23,7 @@ from tito.trajectory.events import TurnCommitted
 
 
 class AnthropicStreamEncoder:
-    """A `server.streaming.StreamEncoder` writing Anthropic Messages events."""
+    """A `server.turns.streaming.StreamEncoder` writing Anthropic Messages events."""
 
     def __init__(
         self, model: str, session_id: str, response_id: str, prompt_tokens: int, signer: RoundTripSigner

@@ -5,7 +5,7 @@ dialect's turn is recorded with.
 Everything here runs before planning: the edge only decides which assistant message the internal chat request
 carries; planning, the role gate and matching are the chat path's, unchanged.
 
-Imports from tito: families.base, server.dialects.signing, server.errors, server.sessions, trajectory.events.
+Imports from tito: families.base, server.dialects.signing, server.errors, server.sessions.registry, trajectory.events.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from tito.families.base import Family
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError
-from tito.server.sessions import Session
+from tito.server.sessions.registry import Session
 from tito.trajectory.events import Message, TurnCommitted
 
 

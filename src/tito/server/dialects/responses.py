@@ -23,7 +23,8 @@ Reply: output items built from the assistant message's deltas by `Items`, the sa
 came in a namespace tool).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+server.dialects.signing, server.errors, server.models, server.sessions.registry, server.turns.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ from tito.server.models import (
     TokenLimit,
     TopP,
 )
-from tito.server.sessions import Session
-from tito.server.streaming import message_deltas
+from tito.server.sessions.registry import Session
+from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
 DIALECT = "responses"

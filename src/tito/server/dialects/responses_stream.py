@@ -1,5 +1,5 @@
 """The Responses stream of one turn (`stream: true`, the only way Codex reads a reply), written as the engine
-samples by the dialect-neutral core (server.streaming): `response.created` and `response.in_progress` before the
+samples by the dialect-neutral core (server.turns.streaming): `response.created` and `response.in_progress` before the
 first ids; per engine chunk the events its deltas make (`response.output_item.added`,
 `response.reasoning_text.delta`, `response.content_part.added`, `response.output_text.delta`,
 `response.function_call_arguments.delta`, each item's `.done` events and `response.output_item.done`); once the
@@ -28,7 +28,7 @@ from tito.trajectory.events import TurnCommitted
 
 
 class ResponsesStreamEncoder:
-    """A `server.streaming.StreamEncoder` writing Responses events."""
+    """A `server.turns.streaming.StreamEncoder` writing Responses events."""
 
     def __init__(
         self,

@@ -4,8 +4,9 @@ Responses (`/v1/responses`). Each translates its body into the internal chat req
 committed turn back; every error leaves in the dialect's own shape. `HEAD` on a session's base URLs answers the
 connectivity probe agents send first.
 
-Imports from tito: errors, server.completions, server.dialects, server.errors, server.lineage, server.models,
-server.replies, server.retries, server.sessions, server.state, server.streaming, trajectory.events.
+Imports from tito: errors, server.turns.completions, server.dialects, server.errors, server.sessions.lineage,
+server.models, server.replies, server.turns.retries, server.sessions.registry, server.state, server.turns.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -20,20 +21,20 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
-from tito.server.completions import PreparedTurn, TurnPrompt, complete_turn, plan_prompt, prepare_turn
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import error_headers
-from tito.server.lineage import lineage_of
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
-from tito.server.retries import request_key, unmarked_key
-from tito.server.sessions import Session
+from tito.server.sessions.lineage import lineage_of
+from tito.server.sessions.registry import Session
 from tito.server.state import ServerState
-from tito.server.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
+from tito.server.turns.completions import PreparedTurn, TurnPrompt, complete_turn, plan_prompt, prepare_turn
+from tito.server.turns.retries import request_key, unmarked_key
+from tito.server.turns.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
 from tito.trajectory.events import TurnCommitted
 
 ErrorShape = Callable[[Exception], tuple[dict[str, Any], int]]

@@ -1,9 +1,9 @@
 """The gate every turn passes: refused or held while turns are paused for a weight update, counted in flight.
 
-While paused (server.drain's admin routes), a new turn is either refused with 429 and `Retry-After` (the openai
+While paused (server.turns.drain's admin routes), a new turn is either refused with 429 and `Retry-After` (the openai
 and anthropic SDKs retry it after that time) or held until resume; the pause chooses. A turn is counted from the
 moment it passes the gate until its reply (whole or streamed) has been sent. `TurnGate.turn()` is the one gate:
-server.drain's `TurnGateMiddleware` enters it around every turn route of every dialect, so the turn path itself
+server.turns.drain's `TurnGateMiddleware` enters it around every turn route of every dialect, so the turn path itself
 knows nothing of it.
 
 Imports from tito: server.errors, server.metrics.

@@ -1,4 +1,5 @@
-"""The inspector page at `GET /ui`: plain HTML, CSS and JavaScript shipped in the wheel (`server/ui/`), no build step.
+"""The inspector page at `GET /ui`: plain HTML, CSS and JavaScript shipped in the wheel (`server/inspection/ui/`), no
+build step.
 
 The page is a static shell with no session data: it asks for the API key (when the server has one) and reads
 everything through the read API with `Authorization: Bearer <key>`, so the data keeps the one key rule. The shell
@@ -24,7 +25,7 @@ _TYPES = {
 
 def _load_assets() -> dict[str, tuple[bytes, str]]:
     """`/ui` and `/ui/assets/<file>` -> (body, content type), from the package's `ui` folder."""
-    folder = resources.files("tito.server").joinpath("ui")
+    folder = resources.files("tito.server.inspection").joinpath("ui")
     assets: dict[str, tuple[bytes, str]] = {}
     for entry in folder.iterdir():
         suffix = entry.name.rpartition(".")[2]

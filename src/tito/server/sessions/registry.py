@@ -1,11 +1,11 @@
 """Live sessions: each holds its config, trajectory, lock and idle clock; every change goes through an event.
 
 `SessionRegistry.apply(event)` is the one mutator, used live and by the journal's restore on restart
-(server/journaling.py), so a replayed registry cannot differ from the live one. A live change is handed to the
+(server/sessions/journaling.py), so a replayed registry cannot differ from the live one. A live change is handed to the
 `EventSink` (the journal, when enabled) first and applied once it is recorded, so a failed write changes nothing;
 both happen before the reply leaves. The session lock covers check + record + apply only, never an engine call.
 
-Imports nothing from tito but errors, journal.shared, trajectory, server.errors and server.resends.
+Imports nothing from tito but errors, journal.shared, trajectory, server.errors and server.sessions.resends.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tito.server.errors import (
     SessionIdTakenError,
     SessionNotFoundError,
 )
-from tito.server.resends import ResendCounts
+from tito.server.sessions.resends import ResendCounts
 from tito.trajectory import create_episode
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Episode
@@ -103,7 +103,8 @@ class SessionRegistry:
         self.sink: EventSink = sink or NullSink()
         self._trajectory_factory = trajectory_factory
         self.on_session_end: Callable[[str], None] = _nothing
-        """Called with a session's id when it ends live (deleted, expired; server.router_release), never on replay."""
+        """Called with a session's id when it ends live (deleted, expired; server.scaleout.router_release), never on
+        replay."""
         self._sessions: dict[str, Session] = {}
         self._gone: OrderedDict[str, str] = OrderedDict()
         """Deleted or expired ids and why, oldest first."""

@@ -17,15 +17,16 @@ the committed turn's `output_ids` and `output_logprobs`.
 
 An engine error, a session deleted mid-turn or `--engine-timeout` ends the stream with an `event: error` whose
 data is OpenAI's `{"error": {"type", "message"}}` (the SDK raises it) and commits nothing; a client that
-disconnects gets its engine request aborted (server.aborting) and commits nothing.
+disconnects gets its engine request aborted (server.turns.aborting) and commits nothing.
 
 The core (`stream_turn`) knows no wire format: engine stream -> collector -> incremental parser deltas, abort watch
-and errors, then `finish_turn` (server.completions, the whole-reply path's too) parses, records and commits. A
+and errors, then `finish_turn` (server.turns.completions, the whole-reply path's too) parses, records and commits. A
 `StreamEncoder` turns its deltas, the committed turn and a failure into one dialect's events; `ChatStreamEncoder`
 is chat completions' (server.dialects holds the others).
 
-Imports from tito: engines.protocol, errors, parsing, parsing.incremental, server.aborting, server.completions,
-server.errors, server.logprobs, server.models, server.state, tokenizer_protocol, trajectory.events.
+Imports from tito: engines.protocol, errors, parsing, parsing.incremental, server.turns.aborting,
+server.turns.completions, server.errors, server.turns.logprobs, server.models, server.state, tokenizer_protocol,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ from tito.engines.protocol import FinishKind, GenerationChunk, StreamCollector
 from tito.errors import EngineResponseError, TitoError
 from tito.parsing import ParseResult
 from tito.parsing.incremental import Delta, IncrementalParser, ToolCallDelta
-from tito.server.aborting import TurnWatch
-from tito.server.completions import (
+from tito.server.errors import ClientDisconnectedError, error_body
+from tito.server.models import ChatCompletionRequest
+from tito.server.state import ServerState
+from tito.server.turns.aborting import TurnWatch
+from tito.server.turns.completions import (
     PreparedTurn,
     TurnTiming,
     engine_request,
@@ -54,10 +58,7 @@ from tito.server.completions import (
     parse_failure,
     reply_body,
 )
-from tito.server.errors import ClientDisconnectedError, error_body
-from tito.server.logprobs import choice_logprobs
-from tito.server.models import ChatCompletionRequest
-from tito.server.state import ServerState
+from tito.server.turns.logprobs import choice_logprobs
 from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.events import TurnCommitted
 

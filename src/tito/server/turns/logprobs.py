@@ -8,7 +8,7 @@ token's own bytes (a byte-level BPE token may hold part of a UTF-8 character; `t
 entries' bytes add up to the reply's bytes. An SDK retry of a committed turn gets the stored sampled logprobs;
 top logprobs are not stored, so its `top_logprobs` lists are empty.
 
-Imports from tito: engines.protocol, tokenizer_loading, tokenizer_protocol, server (its modules).
+Imports from tito: engines.protocol, tokenizer_loading, tokenizer_protocol, server.errors, server.models.
 """
 
 from __future__ import annotations

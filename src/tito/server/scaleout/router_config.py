@@ -63,7 +63,7 @@ def _servers(addresses: Sequence[str]) -> str:
 
 
 def _template(name: str) -> str:
-    return files("tito.server").joinpath("templates", name).read_text()
+    return files("tito.server.scaleout").joinpath("templates", name).read_text()
 
 
 def _fill(template: str, **values: str) -> str:

@@ -12,7 +12,7 @@ SGLang behind a router without `/abort_request`) is logged and counted (`tito_en
 never raised: the turn ends with its own reason (410 when its session was deleted), not with the abort's error.
 
 A reply that reports no weight version (vLLM's completions) gets the one the last weight update declared
-(`declared_weight_version`, set by server.drain's resume), if any.
+(`declared_weight_version`, set by server.turns.drain's resume), if any.
 
 Imports from tito: engines.protocol, errors, server.metrics.
 """
@@ -67,7 +67,7 @@ class GuardedEngine:
         self.metrics = metrics
         self.abort_timeout = abort_timeout
         self.declared_weight_version: str | None = None
-        """The weight version a weight update declared (server.drain); recorded on a reply that reports none."""
+        """The weight version a weight update declared (server.turns.drain); recorded on a reply that reports none."""
         self._calls: dict[str, _Call] = {}
 
     @property

@@ -2,12 +2,12 @@
 
 The supervisor starts each worker as `python -m tito serve` with the same options plus its own port (PORT+1 ...
 PORT+N), its process name (`HOST:PORT`, the router's name for it) and `--journal-shared`, then prints the nginx
-config that listens on HOST:PORT and routes each session to one worker (`tito.server.router_config`). It restarts
-nothing: a worker that dies stays down and the others take its sessions over (nginx moves them along its hash
-ring); a restart on the same port would route the sessions others took over back to it (see docs/scale-out.md).
-Ctrl-C or SIGTERM stops every worker, each by its own pid.
+config that listens on HOST:PORT and routes each session to one worker (`tito.server.scaleout.router_config`). It
+restarts nothing: a worker that dies stays down and the others take its sessions over (nginx moves them along its hash
+ring); a restart on the same port would route the sessions others took over back to it (see docs/scale-out.md). Ctrl-C
+or SIGTERM stops every worker, each by its own pid.
 
-Imports from tito: server.router_config.
+Imports from tito: server.scaleout.router_config.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from tito.server.router_config import nginx_config
+from tito.server.scaleout.router_config import nginx_config
 
 _SUPERVISOR_OPTIONS = {"--workers": 1, "--port": 1, "--process-name": 1, "--journal-shared": 0}
 """Options the supervisor sets per worker (and how many values each takes): dropped from the forwarded ones."""

@@ -6,7 +6,7 @@ time, and sessions whose TTL elapsed while the server was down are journaled as 
 so compaction can drop them. Then the registry's sink is the journal: an event's record is written (and fsynced,
 by policy) before the reply that caused it leaves. Closed segments are compacted in the background.
 
-Imports from tito: errors, journal, server.sessions, trajectory.events.
+Imports from tito: errors, journal, server.sessions.registry, trajectory.events.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tito.errors import TitoError
 from tito.journal import BackgroundCompactor, FsyncPolicy, JournalWriter, Replay, ReplayReport, open_journal
-from tito.server.sessions import SessionRegistry
+from tito.server.sessions.registry import SessionRegistry
 from tito.trajectory.events import SessionDeleted, SessionEvent
 
 logger = logging.getLogger(__name__)

@@ -3,10 +3,11 @@
 `tito serve` reads its live sessions (`LiveSessions`: the list, the turns and `?touch=false` leave a session's idle
 clock alone, so a page polling it does not keep it alive); `tito inspect` reads a journal (`JournalSessions`,
 replayed again when its files change, so a journal a server is still writing updates too). Both answer through
-`tito.server.inspection`, so a program and the page see the same JSON. The routes sit behind the app's API-key
+`tito.server.inspection.views`, so a program and the page see the same JSON. The routes sit behind the app's API-key
 rule like every other data route.
 
-Imports from tito: errors, journal, server (its modules), tokenizer, trajectory.
+Imports from tito: errors, journal, server.errors, server.inspection.views, server.replies,
+server.sessions.registry, server.state, tokenizer, trajectory.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from tito.errors import ConfigurationError, JournalError
 from tito.journal.replay import SessionLog, replay
 from tito.journal.segments import list_segments
 from tito.server.errors import BadRequestError, SessionNotFoundError
-from tito.server.inspection import InspectedSession, session_detail, session_row, turn_detail
+from tito.server.inspection.views import InspectedSession, session_detail, session_row, turn_detail
 from tito.server.replies import json_response
-from tito.server.sessions import Session
+from tito.server.sessions.registry import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory import create_episode

@@ -16,7 +16,8 @@ Each turn is checked:
 and at the end `sample`: the session's samples are one sequence, its tokens the last prompt + sampled ids, its
 loss mask 1 exactly on every turn's sampled ids.
 
-Imports from tito: engines, families, server (its modules), tokenizer_protocol, trajectory.
+Imports from tito: engines, families, server.app, server.commands, server.state,
+tokenizer_protocol, trajectory.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ import httpx
 from openai import OpenAI
 
 from tito.server.app import create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.state import ServerOptions, ServerState
 from tito.tokenizer_protocol import Tokenizer
 from tito.trajectory.nodes import PathSequence

@@ -5,7 +5,7 @@ It cannot fail on a model's whim: each step samples with its own fixed seed (the
 limit its replies fit, and a reply cut by the limit anyway ends the conversation with a line saying why (a turn cut
 by length cannot be continued: the next request would be a 409) before the sample is shown.
 
-Imports from tito: server (its modules).
+Imports from tito: server.app, server.commands, server.state.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tito.server.app import create_app
-from tito.server.launch import build_state
-from tito.server.running import serve_in_thread
+from tito.server.commands.launch import build_state
+from tito.server.commands.running import serve_in_thread
 from tito.server.state import ServerOptions
 
 _STEPS: list[tuple[str, list[dict[str, Any]]]] = [

@@ -4,12 +4,12 @@ with a new weight version.
 An asynchronous RL trainer updates the engines' weights while agents run. Before an update it pauses tito
 (`POST /admin/pause`, `reject`: new turns get 429 with `Retry-After`; `hold`: they wait), waits for the turns in
 flight to end (`POST /admin/drain`), updates the engines, and resumes (`POST /admin/resume` with the new weight
-version). The gate itself is server.turn_gate; `TurnGateMiddleware` puts it in front of every turn route. The
+version). The gate itself is server.turns.turn_gate; `TurnGateMiddleware` puts it in front of every turn route. The
 weight version given on resume is recorded on the turns whose engine reports none
 (`GuardedEngine.declared_weight_version`); an engine that reports its own (SGLang, vLLM's generate endpoint) is
 believed, every version it reported during a turn.
 
-Imports from tito: server.dialects, server.errors, server.models, server.replies, server.state, server.turn_gate.
+Imports from tito: server.dialects, server.errors, server.models, server.replies, server.state, server.turns.turn_gate.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tito.server.errors import BadRequestError, PausedError, error_body, retry_h
 from tito.server.models import RequestModel
 from tito.server.replies import json_response, read_body
 from tito.server.state import ServerState
-from tito.server.turn_gate import PauseMode, TurnGate
+from tito.server.turns.turn_gate import PauseMode, TurnGate
 
 TURN_ROUTE = re.compile(r"^/sessions/[^/]+/v1/(chat/completions|messages|responses)$")
 """The routes that run a turn (Anthropic's count_tokens does not)."""

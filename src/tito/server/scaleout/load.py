@@ -1,5 +1,5 @@
 """`GET /load`: what a session pool places new sessions by (live sessions, turns in flight, readiness), cheaper
-than rendering `/metrics`. Turns in flight are the turn gate's count (server.turn_gate: every turn route of every
+than rendering `/metrics`. Turns in flight are the turn gate's count (server.turns.turn_gate: every turn route of every
 dialect, a streamed turn until its last event is sent).
 
 Imports from tito: server.replies, server.state.

@@ -6,7 +6,7 @@ messages. Each session's nodes are rebuilt from its samples' spans (a node share
 its logprobs taken where it is trained), and each kept leaf's sample is shown exactly as exported, loss mask
 included. With a family's tokenizer the sampled ids are parsed back into the assistant message.
 
-Imports from tito: errors, server (its modules), tokenizer, trajectory.
+Imports from tito: errors, server.errors, server.inspection.views, tokenizer, trajectory.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import orjson
 
 from tito.errors import TitoError
 from tito.server.errors import SessionNotFoundError
-from tito.server.inspection import InspectedSession
+from tito.server.inspection.views import InspectedSession
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.codec import SampleDecodeError, decode_safetensors, sample_from_json
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted

@@ -48,7 +48,8 @@ class InspectedSession:
     pieces: dict[int, str] = field(default_factory=dict)
     """Decoded text of each id seen so far (shared by a source's sessions of one tokenizer)."""
     resends: Mapping[str, Any] | None = None
-    """How the session's resends matched (`server.resends.ResendCounts.as_json`); None: not counted (a journal)."""
+    """How the session's resends matched (`server.sessions.resends.ResendCounts.as_json`); None: not counted (a
+    journal)."""
 
 
 def session_row(session: InspectedSession) -> Json:

@@ -13,7 +13,7 @@ the stream once in a thread (the client gets a 503 with `Retry-After` meanwhile)
 stream and applies them through `SessionRegistry.apply`, the live path. The request then goes on as if the session
 had always been here: the same stored ids, so the next prompt is token-exact.
 
-Imports from tito: errors, journal, server.errors, server.sessions, server.state, trajectory.events.
+Imports from tito: errors, journal, server.errors, server.sessions.registry, server.state, trajectory.events.
 """
 
 from __future__ import annotations

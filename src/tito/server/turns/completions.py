@@ -2,12 +2,13 @@
 reply.
 
 `finish_turn` is the one place a turn is finished: the whole-reply path (`complete_turn`) and the streaming one
-(server.streaming.stream_turn, which streams from the engine and collects the same `Generation`) both end in it,
+(server.turns.streaming.stream_turn, which streams from the engine and collects the same `Generation`) both end in it,
 in every dialect (server.dialects runs these same steps on the chat request it translates its own into), so a
 parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
 Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.episode,
-trajectory.events, trajectory.linear, server (its modules).
+trajectory.events, trajectory.linear, server.errors, server.models, server.sessions, server.state,
+server.turns.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
-from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
-from tito.server.lineage import asks_structured_output
-from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
-from tito.server.resends import count_resend
-from tito.server.sessions import Session
+from tito.server.sessions.lineage import asks_structured_output
+from tito.server.sessions.registry import Session
+from tito.server.sessions.resends import count_resend
 from tito.server.state import ServerState
+from tito.server.turns.aborting import TurnWatch
+from tito.server.turns.logprobs import requested_top_logprobs
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Lineage
@@ -367,7 +368,7 @@ def _json_value(value: Any) -> Any:
 
 def reply_body(turn: TurnCommitted, model: str, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The OpenAI chat.completion object of a committed turn (also what an SDK retry gets back); `logprobs` is
-    its `choices[0].logprobs` when the request asked for them (server.logprobs)."""
+    its `choices[0].logprobs` when the request asked for them (server.turns.logprobs)."""
     prompt_tokens = int(turn.metadata.get("prompt_tokens", 0))
     completion_tokens = len(turn.output_ids)
     return {

@@ -5,7 +5,7 @@ watch calls `engine.abort(request_id)` once and remembers why. The engine call t
 turn commits nothing, and the error that leaves names the reason. One mechanism for the whole-reply and the
 streaming paths.
 
-Imports from tito: engines.protocol, errors, server.errors, server.sessions.
+Imports from tito: engines.protocol, errors, server.errors, server.sessions.registry.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from starlette.types import Receive
 from tito.engines.protocol import Engine
 from tito.errors import EngineTimeoutError, TitoError
 from tito.server.errors import ClientDisconnectedError, SessionGoneError
-from tito.server.sessions import Session
+from tito.server.sessions.registry import Session
 
 
 class AbortReason(enum.Enum):

@@ -2,10 +2,11 @@
 
 No engine and no session server: the journal is replayed (again whenever its files change, so a journal that a
 running server writes shows new turns), never locked or repaired; a samples export (`tito journal export`) is read
-once (`tito.server.export_sessions`). With `--family` (and `--tokenizer`) the turn
+once (`tito.server.inspection.export_sessions`). With `--family` (and `--tokenizer`) the turn
 view shows text pieces, junction ids and tool-call parse statuses; without, ids only.
 
-Imports from tito: errors, family_tokenizer, server (its modules), tokenizer, tokenizer_loading.
+Imports from tito: errors, family_tokenizer, server.app, server.commands, server.errors,
+server.inspection, server.metrics, server.replies, tokenizer, tokenizer_loading.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from fastapi.responses import Response
 
 from tito.errors import TitoError
 from tito.server.app import ApiKeyMiddleware
+from tito.server.commands.running import serve_in_thread
 from tito.server.errors import error_body
-from tito.server.export_sessions import ExportSessions
+from tito.server.inspection.export_sessions import ExportSessions
+from tito.server.inspection.read_api import JournalSessions, SessionSource, add_read_routes
+from tito.server.inspection.ui import InspectorPageMiddleware
 from tito.server.metrics import ServerMetrics
-from tito.server.read_api import JournalSessions, SessionSource, add_read_routes
 from tito.server.replies import error_response
-from tito.server.running import serve_in_thread
-from tito.server.ui import InspectorPageMiddleware
 from tito.tokenizer import TitoTokenizer, get_tito_tokenizer
 
 

@@ -1,0 +1,4 @@
+"""Reading sessions: the read API, the inspector's views and page, and exports as sessions.
+
+Imports nothing from tito.
+"""
