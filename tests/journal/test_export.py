@@ -13,7 +13,7 @@ import pytest
 from tests.journal.events import LEGACY_HUGE, turn, write_legacy_journal
 from tests.server.conftest import running_server
 from tests.server.journal_agent import Agent
-from tests.server.test_completions import converse
+from tests.server.turns.test_completions import converse
 from tito.cli import main
 from tito.journal.segments import list_segments
 from tito.journal.writer import FsyncPolicy, JournalWriter

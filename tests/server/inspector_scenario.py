@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.server.conftest import Server
-from tests.server.test_completions import as_message, client
+from tests.server.turns.test_completions import as_message, client
 
 WEATHER_TOOL = {
     "type": "function",

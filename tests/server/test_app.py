@@ -10,7 +10,7 @@ import openai
 from starlette.routing import BaseRoute
 
 from tests.server.conftest import Server, ServerFactory
-from tests.server.test_completions import converse
+from tests.server.turns.test_completions import converse
 from tito.server import create_app
 from tito.trajectory.codec import SAFETENSORS_MEDIA_TYPE, decode_safetensors
 

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from tests.server.conftest import Server
-from tests.server.test_completions import converse
+from tests.server.turns.test_completions import converse
 from tito.server.discovery import SESSIONLESS_OPENAI_PATHS
 
 

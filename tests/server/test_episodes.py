@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from tests.server.conftest import Server, ServerFactory, running_server
-from tests.server.test_completions import as_message, client
+from tests.server.turns.test_completions import as_message, client
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.events import TrajectoryKind
 

@@ -65,7 +65,7 @@ OPERATIONS = [
     ("DELETE", "/sessions/{session_id}"),
 ]  # fmt: skip
 """Every documented route but `POST /admin/pause` and `/admin/resume` (a pause that holds turns would stall every
-later case; tests/server/test_drain.py covers both); DELETE last."""
+later case; tests/server/turns/test_drain.py covers both); DELETE last."""
 
 
 NOT_CHECKED = [positive_data_acceptance, negative_data_rejection]

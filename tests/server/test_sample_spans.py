@@ -13,8 +13,8 @@ import anthropic
 import pytest
 
 from tests.server.conftest import Server
-from tests.server.test_completions import client
 from tests.server.test_tree_sessions import user
+from tests.server.turns.test_completions import client
 from tito.tokenizer_loading import LocalTokenizer
 
 DIALECTS = ["chat", "chat-stream", "anthropic", "responses"]

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from tests.server.conftest import Server, ServerFactory
-from tests.server.test_completions import as_message, client, converse
+from tests.server.turns.test_completions import as_message, client, converse
 from tito.trajectory.events import TrajectoryKind
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Server, ServerFactory
-from tests.server.test_completions import as_message, client, converse
 from tests.server.test_tree_sessions import samples, user
+from tests.server.turns.test_completions import as_message, client, converse
 from tito.errors import ConfigurationError
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.codec import sample_from_json

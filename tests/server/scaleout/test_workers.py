@@ -17,7 +17,7 @@ from tests.engines.servers import free_port
 from tito.cli import main
 from tito.server.scaleout.workers import worker_argv
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def test_a_worker_gets_the_supervisors_options_but_its_own_port_name_and_shared_journal() -> None:

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.server.conftest import Server, ServerFactory
-from tests.server.test_completions import as_message, client
+from tests.server.turns.test_completions import as_message, client
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]

@@ -381,7 +381,7 @@ def test_unknown_session_is_404_with_an_error_body(server: Server) -> None:
 def test_a_reserialised_tool_call_is_refused_by_a_strict_session_and_the_sampled_turn_kept(
     server: Server, qwen3_tokenizer: LocalTokenizer
 ) -> None:
-    """Under the default `harness` matcher the same resend attaches (tests/server/test_resends.py)."""
+    """Under the default `harness` matcher the same resend attaches (tests/server/sessions/test_resends.py)."""
     call = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call><|im_end|>'
     server.engine.queue(qwen3_tokenizer.encode(call, add_special_tokens=False))
     session_id = server.new_session(matcher="strict")

@@ -20,7 +20,7 @@ import pytest
 from tests.journal.events import LEGACY_HUGE, write_legacy_journal
 from tests.server.conftest import Server, ServerFactory, running_server
 from tests.server.inspector_scenario import TreeScenario, linear_session, tree_session, user
-from tests.server.test_completions import as_message, client
+from tests.server.turns.test_completions import as_message, client
 from tito.cli import main
 from tito.journal.export import encode, export_samples
 from tito.server.commands.inspect import build_inspect_app

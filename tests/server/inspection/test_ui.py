@@ -17,7 +17,7 @@ import pytest
 
 from tests.server.conftest import Server, ServerFactory
 from tests.server.inspector_scenario import TreeScenario, linear_session, tree_session, user
-from tests.server.test_completions import client
+from tests.server.turns.test_completions import client
 
 if os.environ.get("TITO_REQUIRE_BROWSER"):  # .ci/run: a missing browser fails rather than skips
     import playwright.sync_api as sync_api
@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 COLLECT_BOXES = """async () => {
   const pane = document.getElementById('tokens');
