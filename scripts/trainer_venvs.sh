@@ -57,5 +57,6 @@ VERIFIERS="$V"
 export PYTHONPATH="$PWD/src"
 "$VERL/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_verl.py" "$TESTS/test_verl_step.py" \
     "$TESTS/test_areal.py"
-"$PY312_VENV/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_skyrl.py" "$TESTS/test_nemo_gym.py"
+"$PY312_VENV/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_skyrl.py" \
+    "$TESTS/test_skyrl_step.py" "$TESTS/test_nemo_gym.py"
 "$VERIFIERS/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_verifiers.py"
