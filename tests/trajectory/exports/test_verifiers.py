@@ -3,6 +3,8 @@ unscored sample says so as verifiers does (verifiers' own types check the record
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tito.trajectory.codec import SampleDecodeError
@@ -31,3 +33,14 @@ def test_an_unscored_sample_has_a_null_reward_and_an_unknown_role_is_refused() -
     assert all(trace["rewards"] == {"reward": None} for trace in traces)
     with pytest.raises(SampleDecodeError, match="role 'function'"):
         verifiers.verifiers_message({"role": "function", "content": "x"})
+
+
+def test_a_turn_that_appended_no_messages_puts_its_ids_before_its_reply() -> None:
+    sample = rollout()[1]
+    spans = (sample.spans[0], replace(sample.spans[1], messages=()))
+    (trace,) = verifiers.export([replace(sample, spans=spans)])
+    reply = trace["nodes"][-1]
+    assert [node["message"]["role"] for node in trace["nodes"]] == ["system", "user", "assistant", "assistant"]
+    assert reply["token_ids"] == sample.tokens[spans[1].prompt_start : spans[1].end].tolist()
+    assert reply["mask"] == [bool(m) for m in sample.loss_mask[spans[1].prompt_start : spans[1].end]]
+    assert len(reply["logprobs"]) == sum(reply["mask"]) and reply["parent"] == 2

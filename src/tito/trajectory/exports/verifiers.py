@@ -6,9 +6,10 @@ root-to-leaf path (a `Branch`) is a training sample, its ids the nodes' `token_i
 path, so its nodes are its turns in order: each turn's appended messages (`TurnSpan.messages`), then its reply
 (`sampled: true`). A turn's appended ids (`tokens[prompt_start:start]`: the junction, the messages, the
 generation prompt) all go on its last appended message's node (tito keeps no finer split; earlier messages of
-the same turn carry none), and its sampled ids on the reply's node, whose `mask` and `logprobs` (over the masked
-ids) are the sample's; so `Branch.token_ids`, `sampled_mask` and `logprobs` equal the sample's arrays. Messages
-take verifiers' shapes (a tool call is `{id, name, arguments}`; `developer` is a system message).
+the same turn carry none; a turn that appended no message puts them before its reply's), and its sampled ids on
+the reply's node; each node's `mask` is the sample's loss mask over its ids and its `logprobs` those of its masked
+ids, so `Branch.token_ids`, `sampled_mask` and `logprobs` equal the sample's arrays. Messages take verifiers'
+shapes (a tool call is `{id, name, arguments}`; `developer` is a system message).
 
 Beside the graph: `calls` (one `ModelCall` per turn: its reply's node, sampling, normalised finish reason, usage
 in ids, request-to-commit time), `rewards` (`{"reward": {"score": r}}`; `{"reward": null}` where no reward was
@@ -54,9 +55,8 @@ def _trace(sample: Sample) -> JsonRecord:
     nodes: list[JsonRecord] = []
     calls: list[JsonRecord] = []
     for span in sample.spans:
-        nodes += _input_nodes(sample, span, len(nodes))
-        calls.append(_call(sample, span, len(nodes)))
-        nodes.append(_reply_node(sample, span, len(nodes)))
+        nodes += _turn_nodes(sample, span, len(nodes))
+        calls.append(_call(sample, span, len(nodes) - 1))
     first, last = sample.spans[0], sample.spans[-1]
     started = first.request_timestamp or first.completion_timestamp
     model = sample.metadata.get("model") or sample.metadata.get("engine")
@@ -80,30 +80,32 @@ def _trace(sample: Sample) -> JsonRecord:
     }
 
 
-def _input_nodes(sample: Sample, span: TurnSpan, first: int) -> list[JsonRecord]:
-    """The turn's appended messages, chained after the previous node; the last holds the turn's appended ids."""
+def _turn_nodes(sample: Sample, span: TurnSpan, first: int) -> list[JsonRecord]:
+    """The turn's appended messages then its reply, each chained to the node before. The turn's appended ids go on
+    its last appended message, or before the reply's sampled ids where it appended none."""
     at = span.request_timestamp or span.completion_timestamp
-    nodes: list[JsonRecord] = [
-        {"parent": first + index - 1 if first + index else None, "message": verifiers_message(message),
-         "sampled": False, "timestamp": at, "token_ids": [], "mask": [], "logprobs": []}
-        for index, message in enumerate(span.messages)
-    ]  # fmt: skip
-    if not nodes:
-        raise SampleDecodeError(
-            f"verifiers: turn {span.response_id} of session {sample.metadata.get('session_id')} appended no messages"
-        )
-    ids = sample.tokens[span.prompt_start : span.start].tolist()
-    nodes[-1].update({"token_ids": ids, "mask": [False] * len(ids)})
-    return nodes
+    appended = [(verifiers_message(message), False, at) for message in span.messages]
+    reply = (verifiers_message(span.assistant or {}), True, span.completion_timestamp)
+    if appended:
+        held = [(span.prompt_start, span.prompt_start)] * (len(appended) - 1) + [(span.prompt_start, span.start)]
+        ranges = [*held, (span.start, span.end)]
+    else:
+        ranges = [(span.prompt_start, span.end)]
+    return [
+        _node(sample, first + index, message, sampled, timestamp, *ranges[index])
+        for index, (message, sampled, timestamp) in enumerate([*appended, reply])
+    ]
 
 
-def _reply_node(sample: Sample, span: TurnSpan, index: int) -> JsonRecord:
-    mask = [bool(value) for value in sample.loss_mask[span.start : span.end]]
-    logprobs = sample.rollout_logprobs[span.start : span.end].tolist()
-    sampled = [value for value, trained in zip(logprobs, mask, strict=True) if trained]
-    return {"parent": index - 1, "message": verifiers_message(span.assistant or {}), "sampled": True,
-            "timestamp": span.completion_timestamp, "token_ids": sample.tokens[span.start : span.end].tolist(),
-            "mask": mask, "logprobs": sampled}  # fmt: skip
+def _node(
+    sample: Sample, index: int, message: JsonRecord, sampled: bool, timestamp: float, lo: int, hi: int
+) -> JsonRecord:
+    """A `MessageNode` holding `tokens[lo:hi]`: `mask` the loss mask there, `logprobs` over its masked ids."""
+    mask = [bool(value) for value in sample.loss_mask[lo:hi]]
+    logprobs = sample.rollout_logprobs[lo:hi].tolist()
+    return {"parent": index - 1 if index else None, "message": message, "sampled": sampled, "timestamp": timestamp,
+            "token_ids": sample.tokens[lo:hi].tolist(), "mask": mask,
+            "logprobs": [value for value, trained in zip(logprobs, mask, strict=True) if trained]}  # fmt: skip
 
 
 def _call(sample: Sample, span: TurnSpan, node: int) -> JsonRecord:
