@@ -59,7 +59,6 @@ def _trace(sample: Sample) -> JsonRecord:
         calls.append(_call(sample, span, len(nodes) - 1))
     first, last = sample.spans[0], sample.spans[-1]
     started = first.request_timestamp or first.completion_timestamp
-    model = sample.metadata.get("model") or sample.metadata.get("engine")
     return {
         "version": TRACE_VERSION,
         "id": last.response_id,
@@ -68,7 +67,7 @@ def _trace(sample: Sample) -> JsonRecord:
             "data": {"id": session if isinstance(session, str) else None},
             "key": sample.group_id,
         },
-        "agent": {"config": {"model": model if isinstance(model, str) else None}},
+        "agent": {"config": {"model": _model(sample)}},
         "nodes": nodes,
         "calls": calls,
         "rewards": {REWARD_NAME: None if sample.reward is None else {"score": sample.reward, "weight": 1.0}},
@@ -108,11 +107,15 @@ def _node(
             "logprobs": [value for value, trained in zip(logprobs, mask, strict=True) if trained]}  # fmt: skip
 
 
+def _model(sample: Sample) -> str | None:
+    model = sample.metadata.get("model") or sample.metadata.get("engine")
+    return model if isinstance(model, str) else None
+
+
 def _call(sample: Sample, span: TurnSpan, node: int) -> JsonRecord:
-    model = sample.metadata.get("model")
     return {
         "node": node,
-        "model": model if isinstance(model, str) else None,
+        "model": _model(sample),
         "sampling": dict(span.sampling),
         "finish_reason": span.finish_reason if span.finish_reason in FINISH_REASONS else None,
         "usage": {"prompt_tokens": span.start, "completion_tokens": span.end - span.start},
@@ -131,9 +134,8 @@ def verifiers_message(message: Mapping[str, Any]) -> JsonRecord:
     if role == "assistant":
         calls = [_tool_call(call) for call in message.get("tool_calls") or []]
         content = message.get("content")
-        return {"role": "assistant", "content": content if isinstance(content, str) or content is None
-                else _content(content), "reasoning_content": message.get("reasoning_content"),
-                "tool_calls": calls or None}  # fmt: skip
+        return {"role": "assistant", "content": None if content is None else _content(content),
+                "reasoning_content": message.get("reasoning_content"), "tool_calls": calls or None}  # fmt: skip
     raise SampleDecodeError(f"verifiers: a message with role {role!r} has no verifiers type")
 
 
