@@ -12,8 +12,10 @@
 #                         plus what its item types import. PyPI has no CPU build of torch for Python 3.12 (the CPU
 #                         wheel on this machine is for 3.11, PyTorch's CPU index is unreachable), so this venv takes
 #                         PyPI's torch 2.13.0 with its CUDA libraries (~4 GB), unused on the CPU.
+#   trainers-verifiers  Python 3.12: verifiers 0.4.0 (what prime-rl's orchestrator ingests: its Trace types), on
+#                         its own because it needs openai>=2.54 where nemo-gym 0.4.0 pins openai 2.7.2; no torch.
 #
-# Both venvs are cached outside the checkout (scripts/venv_cache.sh: rebuilt only when this script or pyproject.toml
+# The venvs are cached outside the checkout (scripts/venv_cache.sh: rebuilt only when this script or pyproject.toml
 # changed); pip's cache makes a rebuild a download-free install. The tests run this checkout's code (PYTHONPATH=src).
 # Run from the repository root:  scripts/trainer_venvs.sh [--install-only]
 set -euo pipefail
@@ -44,9 +46,17 @@ if ! V="$(cached_venv trainers-py312 "$PY312")"; then
     stamp_venv "$V"
 fi
 PY312_VENV="$V"
+
+if ! V="$(cached_venv trainers-verifiers "$PY312")"; then
+    "$V/bin/pip" install -q -e . "verifiers==0.4.0" "pytest==9.2.0"
+    stamp_venv "$V"
+fi
+VERIFIERS="$V"
 [[ "${1:-}" == "--install-only" ]] && exit 0
 
 export PYTHONPATH="$PWD/src"
 "$VERL/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_verl.py" "$TESTS/test_verl_step.py" \
     "$TESTS/test_areal.py"
-"$PY312_VENV/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_skyrl.py" "$TESTS/test_nemo_gym.py"
+"$PY312_VENV/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_skyrl.py" \
+    "$TESTS/test_skyrl_step.py" "$TESTS/test_nemo_gym.py"
+"$VERIFIERS/bin/python" -m pytest -q -m trainers -p no:randomly "$TESTS/test_verifiers.py"

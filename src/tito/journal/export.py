@@ -8,8 +8,9 @@ compacts every minute). Each session's samples come from `tito.trajectory.sample
 journal keeps it: rewards, group, max_seq_len, budgets, metadata) and the engine facts `/samples` adds: an export
 equals the server's last `/samples` reply for that session bit for bit (live, restarted or taken over).
 jsonl: one sample per line (`sample_to_json`); safetensors: one container of every sample (`encode_safetensors`);
-a trainer's format (`trajectory.exports`: verl, skyrl, prime-rl, trl, miles): that projection of every sample, as
-one JSON document (the `samples` of the `/samples` reply in that format). Each sample carries its session's group id.
+a trainer's format (`trajectory.exports`: verl, skyrl, prime-rl, verifiers, trl, miles, areal, nemo_gym): that
+projection of every sample, as one JSON document (the `samples` of the `/samples` reply in that format). Each sample
+carries its session's group id.
 
 Imports from tito: errors, journal.replay, trajectory.
 """

@@ -173,7 +173,7 @@ class SamplesRequest(RequestModel):
     metadata: JsonObject | None = None
     format: str | None = None
     """`json` (default), `safetensors`, or a trainer's (`tito.trajectory.exports`): `verl`, `skyrl`, `prime-rl`,
-    `trl`, `miles`, `areal`, `nemo_gym`."""
+    `verifiers`, `trl`, `miles`, `areal`, `nemo_gym`."""
     conversation_kinds: list[Literal["main", "subagent", "side", "compaction"]] | None = Field(
         default=None, min_length=1
     )

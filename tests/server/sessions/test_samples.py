@@ -189,4 +189,4 @@ def test_an_unknown_format_is_400_naming_the_choices(server: Server) -> None:
         response = server.http.post(f"/sessions/{session_id}/samples", **request)  # type: ignore[arg-type]
         assert response.status_code == 400
         message = response.json()["error"]["message"]
-        assert "'openrlhf'" in message and "json, safetensors, verl, skyrl, prime-rl, trl, miles" in message
+        assert "'openrlhf'" in message and "json, safetensors, verl, skyrl, prime-rl, verifiers, trl, miles" in message

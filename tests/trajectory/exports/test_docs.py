@@ -14,8 +14,8 @@ from tito.trajectory.exports import PROJECTIONS
 from .rollouts import rollout
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "trainers.md"
-SECTIONS = {"verl": "verl", "skyrl": "SkyRL", "prime-rl": "prime-rl", "trl": "TRL", "miles": "miles",
-            "areal": "AReaL", "nemo_gym": "NeMo Gym"}  # fmt: skip
+SECTIONS = {"verl": "verl", "skyrl": "SkyRL", "prime-rl": "prime-rl", "verifiers": "verifiers", "trl": "TRL",
+            "miles": "miles", "areal": "AReaL", "nemo_gym": "NeMo Gym"}  # fmt: skip
 NESTED = ("extra_fields", "episode")
 """Record fields whose own keys are trainer fields too."""
 

@@ -34,6 +34,7 @@ UPSTREAM = {
     "verl": ("verl 0.9.1", "AgentLoopOutput"),
     "skyrl": ("skyrl 0.4.0", "GeneratorOutput"),
     "prime-rl": ("prime-rl 0.8.0", "TrainingSample"),
+    "verifiers": ("verifiers 0.4.0", "Trace"),
     "trl": ("TRL 1.16.0", "rollout_func"),
     "miles": ("miles 0.1.0", "miles.utils.types.Sample"),
     "areal": ("areal 1.0.4", "concat_padded_tensors"),
@@ -50,6 +51,8 @@ def test_each_projection_names_the_upstream_type_and_version_it_follows(name: st
 
 
 def test_an_unknown_format_names_every_choice() -> None:
-    with pytest.raises(UnknownFormatError, match="verl, skyrl, prime-rl, trl, miles, areal, nemo_gym") as caught:
+    with pytest.raises(
+        UnknownFormatError, match="verl, skyrl, prime-rl, verifiers, trl, miles, areal, nemo_gym"
+    ) as caught:
         projection("openrlhf", also=("json",))
     assert caught.value.http_status == 400 and "'openrlhf'" in str(caught.value) and "json" in str(caught.value)

@@ -2,9 +2,10 @@
 
 A projection has a name (the `format` of `POST /sessions/{id}/samples` and `tito journal export --format`), the
 upstream type and version it follows, `export(samples) -> JSON` and `restore(JSON) -> samples`, with
-`restore(export(samples)) == samples`. Per-record formats export a list (verl, prime-rl, miles, areal, nemo_gym);
-columnar ones (SkyRL's GeneratorOutput, TRL's rollout_func result) export one object of columns. tito's own facts
-(`codec.sample_facts`) ride where the trainer passes extras through untouched: each module says where.
+`restore(export(samples)) == samples`. Per-record formats export a list (verl, verifiers, miles, areal, nemo_gym);
+prime-rl exports its samples beside their rewards; columnar ones (SkyRL's GeneratorOutput, TRL's rollout_func
+result) export one object of columns. tito's own facts (`codec.sample_facts`) ride where the trainer passes extras
+through untouched: each module says where.
 
 Imports nothing from tito but errors, trajectory.codec, trajectory.exports and trajectory.samples.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.errors import TitoError
-from tito.trajectory.exports import areal, miles, nemo_gym, prime_rl, skyrl, trl, verl
+from tito.trajectory.exports import areal, miles, nemo_gym, prime_rl, skyrl, trl, verifiers, verl
 from tito.trajectory.samples import Sample
 
 
@@ -37,7 +38,7 @@ class Projection:
 
 PROJECTIONS: dict[str, Projection] = {
     module.NAME: Projection(module.NAME, module.UPSTREAM, module.export, module.restore)
-    for module in (verl, skyrl, prime_rl, trl, miles, areal, nemo_gym)
+    for module in (verl, skyrl, prime_rl, verifiers, trl, miles, areal, nemo_gym)
 }
 """Every trainer format by name."""
 
