@@ -1,6 +1,8 @@
 # Sourced by the .ci/run stages that need a venv of their own (trainers, Ray, strands): each venv lives under
 # ${TITO_CACHE_DIR:-~/.cache/tito}/venvs/NAME, outside the checkout, and is rebuilt only when what built it changed
-# (the calling script and pyproject.toml, hashed into a stamp inside the venv). A fresh clone on a machine that ran
+# (the calling script and tito's installable dependencies in pyproject.toml: the core list and every extra but `test`,
+# hashed into a stamp inside the venv; markers, tool settings and the test extra change often and install nothing
+# into these venvs, so they do not rebuild them). A fresh clone on a machine that ran
 # CI before reuses it; a new machine builds it once. Tests run the checkout's code with PYTHONPATH=src, so a venv
 # built from another checkout (tito installed editable from there) still tests this one.
 VENV_CACHE="${TITO_CACHE_DIR:-$HOME/.cache/tito}/venvs"
@@ -19,7 +21,13 @@ cached_venv() {
 }
 
 venv_stamp() {
-    cat "$0" pyproject.toml | sha256sum | cut -c1-16
+    { cat "$0"; python3 - <<'PY'
+import json, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = {name: deps for name, deps in project.get("optional-dependencies", {}).items() if name != "test"}
+print(json.dumps([project.get("requires-python"), project["dependencies"], extras], sort_keys=True))
+PY
+    } | sha256sum | cut -c1-16
 }
 
 stamp_venv() {
