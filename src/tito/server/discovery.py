@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
@@ -37,12 +37,14 @@ def models_body(model_name: str) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": model_name, "object": "model", "created": 0, "owned_by": "tito"}]}
 
 
-def add_discovery_routes(app: FastAPI, state: ServerState) -> None:
-    @app.get("/v1/models")
+def discovery_routes(state: ServerState) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/v1/models")
     async def models() -> Response:
         return Response(orjson.dumps(models_body(state.model_name)), media_type="application/json")
 
-    @app.get("/sessions/{session_id}/v1/models")
+    @router.get("/sessions/{session_id}/v1/models")
     async def session_models(session_id: str) -> Response:
         state.registry.get(session_id)  # an unknown session is a 404, a deleted one a 410
         return await models()
@@ -54,9 +56,9 @@ def add_discovery_routes(app: FastAPI, state: ServerState) -> None:
         )
 
     for path in SESSIONLESS_OPENAI_PATHS:
-        app.add_api_route(path, no_session, methods=["GET", "POST"], include_in_schema=False)
+        router.add_api_route(path, no_session, methods=["GET", "POST"], include_in_schema=False)
 
-    @app.get("/sessions/{session_id}/samples", include_in_schema=False)
+    @router.get("/sessions/{session_id}/samples", include_in_schema=False)
     async def samples_by_get(session_id: str) -> Response:
         fields = ", ".join(SamplesRequest.model_fields)
         error = UsePostError(
@@ -65,3 +67,5 @@ def add_discovery_routes(app: FastAPI, state: ServerState) -> None:
         headers = {"allow": "POST", "x-should-retry": "false"}
         body = orjson.dumps(error_body(error))
         return Response(body, status_code=405, media_type="application/json", headers=headers)
+
+    return router

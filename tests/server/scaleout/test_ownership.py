@@ -25,7 +25,7 @@ from tito.journal import JournalWriter, replay
 from tito.journal.leases import Lease, write_lease
 from tito.journal.shared import SharedJournalLayout
 from tito.server.scaleout import ownership
-from tito.server.scaleout.ownership import SESSION_ID_HEADER
+from tito.server.sessions.routes import SESSION_ID_HEADER
 from tito.tokenizer_loading import LocalTokenizer
 from tito.trajectory.events import SessionCreated
 

@@ -25,7 +25,7 @@ from tito.server.app import ApiKeyMiddleware
 from tito.server.commands.running import serve_in_thread
 from tito.server.errors import error_body
 from tito.server.inspection.export_sessions import ExportSessions
-from tito.server.inspection.read_api import JournalSessions, SessionSource, add_read_routes
+from tito.server.inspection.read_api import JournalSessions, SessionSource, read_routes
 from tito.server.inspection.ui import InspectorPageMiddleware
 from tito.server.metrics import ServerMetrics
 from tito.server.replies import error_response
@@ -43,7 +43,7 @@ def build_inspect_app(source: SessionSource, api_key: str | None = None) -> Fast
     async def tito_error(request: Request, exc: TitoError) -> Response:
         return error_response(error_body(exc), exc.http_status)
 
-    add_read_routes(app, source)
+    app.router.routes.extend(read_routes(source).routes)  # as the server's app adds its rooms' routes
     return app
 
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from tito.errors import TitoError
@@ -62,7 +62,8 @@ class DialectTurn:
 Translate = Callable[[bytes, Session], DialectTurn]
 
 
-def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
+def dialect_routes(state: ServerState) -> APIRouter:
+    router = APIRouter()
     signer = RoundTripSigner.for_journal(state.options.journal)
     registry = state.registry
     limit = state.options.max_body_bytes
@@ -143,13 +144,13 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         return Response(status_code=200)
 
     for base in ("/sessions/{session_id}", "/sessions/{session_id}/v1", "/sessions/{session_id}/api/hello"):
-        app.add_api_route(base, probe, methods=["HEAD"], include_in_schema=False)
+        router.add_api_route(base, probe, methods=["HEAD"], include_in_schema=False)
 
-    @app.post("/sessions/{session_id}/v1/messages")
+    @router.post("/sessions/{session_id}/v1/messages")
     async def anthropic_messages(session_id: str, request: Request) -> Response:
         return await in_shape(anthropic.error_body, lambda: run_turn(session_id, request, anthropic_turn))
 
-    @app.post("/sessions/{session_id}/v1/messages/count_tokens")
+    @router.post("/sessions/{session_id}/v1/messages/count_tokens")
     async def anthropic_count_tokens(session_id: str, request: Request) -> Response:
         async def handle() -> Response:
             session = registry.get(session_id)
@@ -169,6 +170,8 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
 
         return await in_shape(anthropic.error_body, handle)
 
-    @app.post("/sessions/{session_id}/v1/responses")
+    @router.post("/sessions/{session_id}/v1/responses")
     async def openai_responses(session_id: str, request: Request) -> Response:
         return await in_shape(responses.error_body, lambda: run_turn(session_id, request, responses_turn))
+
+    return router

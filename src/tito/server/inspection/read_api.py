@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 from tito.errors import ConfigurationError, JournalError
@@ -150,24 +150,27 @@ def _offline_trajectory(config: SessionConfig) -> Trajectory:
         return create_episode(dataclasses.replace(config, sample_picker=None, sample_postprocessor=None))
 
 
-def add_read_routes(app: FastAPI, source: SessionSource) -> None:
-    """Register the three read routes on `app`."""
+def read_routes(source: SessionSource) -> APIRouter:
+    """The three read routes over `source`."""
+    router = APIRouter()
 
-    @app.get("/sessions")
+    @router.get("/sessions")
     async def list_sessions() -> Response:
         """Every session (live ones on a server; every journaled one offline), most recently active first."""
         rows = [session_row(session) for session in source.sessions()]
         rows.sort(key=lambda row: row["last_activity"], reverse=True)
         return json_response({"sessions": rows})
 
-    @app.get("/sessions/{session_id}")
+    @router.get("/sessions/{session_id}")
     async def describe_session(session_id: str, touch: bool = True) -> Response:
         """As before the inspector, a describe restarts the session's idle clock; `?touch=false` (the page's
         polling) reads without keeping the session alive."""
         return json_response(session_detail(source.session(session_id, touch)))
 
-    @app.get("/sessions/{session_id}/turns/{node}")
+    @router.get("/sessions/{session_id}/turns/{node}")
     async def describe_turn(session_id: str, node: str) -> Response:
         if not (node.isascii() and node.isdigit()):
             raise BadRequestError(f"turn {node!r}: a node id is a non-negative integer, e.g. /sessions/{{id}}/turns/0")
         return json_response(turn_detail(source.session(session_id), int(node)))
+
+    return router

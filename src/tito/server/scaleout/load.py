@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 from tito.server.replies import json_response
 from tito.server.state import ServerState
 
 
-def add_load_route(app: FastAPI, state: ServerState, is_ready: Callable[[], bool]) -> None:
+def load_routes(state: ServerState, is_ready: Callable[[], bool]) -> APIRouter:
     """`GET /load`: the session count, the turns in flight and readiness."""
+    router = APIRouter()
 
-    @app.get("/load")
+    @router.get("/load")
     async def load() -> Response:
         body = {"sessions": len(state.registry), "turns_in_flight": state.gate.in_flight, "ready": is_ready()}
         return json_response(body)
+
+    return router

@@ -50,9 +50,6 @@ from tito.trajectory.events import SessionDeleted, SessionEvent
 
 logger = logging.getLogger(__name__)
 
-SESSION_ID_HEADER = "x-tito-session-id"
-"""`POST /sessions`: the id the router minted and hashed this request by (nginx `$request_id`), so the session's
-later requests, hashed by the same id, reach the process that created it."""
 PROCESS_HEADER = b"x-tito-process"
 """On every reply of a process with a shared journal: which process answered (its `--process-name`)."""
 RETRY_SOON_S = 0.1

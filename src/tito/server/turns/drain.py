@@ -18,7 +18,7 @@ import math
 import re
 from typing import Any, Literal, TypeVar
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse
@@ -56,25 +56,26 @@ class ResumeRequest(RequestModel):
     """The engines' weight version from now on: recorded on turns whose engine reports none."""
 
 
-def add_admin_routes(app: FastAPI, state: ServerState) -> None:
+def admin_routes(state: ServerState) -> APIRouter:
     """`POST /admin/pause`, `GET /admin/turns`, `POST /admin/drain?timeout=S`, `POST /admin/resume` (behind the
     server's API key, as every route)."""
     gate, engine, max_body_bytes = state.gate, state.engine, state.options.max_body_bytes
+    router = APIRouter()
 
     def status() -> dict[str, Any]:
         return gate.status() | {"weight_version": engine.declared_weight_version}
 
-    @app.post("/admin/pause")
+    @router.post("/admin/pause")
     async def pause(request: Request) -> Response:
         asked = await _body(request, PauseRequest, max_body_bytes)
         gate.pause(PauseMode(asked.mode), asked.retry_after)
         return json_response(status())
 
-    @app.get("/admin/turns")
+    @router.get("/admin/turns")
     async def turns() -> Response:
         return json_response(status())
 
-    @app.post("/admin/drain")
+    @router.post("/admin/drain")
     async def drain(request: Request) -> Response:
         raw = request.query_params.get("timeout", "600")
         try:
@@ -86,13 +87,15 @@ def add_admin_routes(app: FastAPI, state: ServerState) -> None:
         drained, waited = await gate.drain(timeout)
         return json_response(status() | {"drained": drained, "drain_seconds": waited}, 200 if drained else 504)
 
-    @app.post("/admin/resume")
+    @router.post("/admin/resume")
     async def resume(request: Request) -> Response:
         asked = await _body(request, ResumeRequest, max_body_bytes)
         if asked.weight_version is not None:
             engine.declared_weight_version = asked.weight_version
         paused = gate.resume()
         return json_response(status() | {"paused_for_seconds": paused})
+
+    return router
 
 
 async def _body(request: Request, model: type[_Body], max_body_bytes: int) -> _Body:
