@@ -17,7 +17,9 @@ Routing, in order:
    Under `harness`, a request that resends a linear conversation's generated reply rewritten as another assistant
    message (smolagents' tool calls resent as text) opens a conversation that continues it, forked from that reply's
    node, instead of a 400: a documented branch, and every sampled id of both stays in a sample.
-   A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`).
+   A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`); when it
+   carries a compaction's summary (the whole reply, or its `<summary>` block as Claude Code resends it), the new
+   conversation `continues` the one that compaction summarised, and takes its kind (the main loop goes on).
 
 A conversation's kind, parent and spawning tool call are derived from the facts its first turn recorded
 (`ConversationOpening`) whenever they are read, by `ConversationInfo` rules documented on `conversation_infos`,
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import json
+import re
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +58,8 @@ ConversationTrajectory = LinearTrajectory | TreeTrajectory
 
 _SPAWN_TEXT_MIN = 8
 """The shortest tool-call argument string that may name a sub-agent's first message (shorter ones match by chance)."""
+_SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+"""A compaction reply's summary block (Claude Code's compaction prompt asks for `<analysis>` then `<summary>`)."""
 
 
 @dataclass(frozen=True)
@@ -376,14 +381,16 @@ class Episode:
         return dataclasses.replace(plan, conversation=None, opening=opening, resend=None, branched=False)
 
     def _continued_compaction(self, messages: Sequence[Message]) -> Conversation | None:
-        """The latest compaction conversation whose reply (the summary) the request carries in a message."""
+        """The latest compaction conversation whose reply (the summary) the request carries in a message: the whole
+        reply, or what its `<summary>` block holds (Claude Code drops the `<analysis>` block and resends only that,
+        under "Summary:")."""
         kinds = self._kinds()
         for conversation in reversed(self.conversations.values()):
             if kinds[conversation.conversation_id] != "compaction":
                 continue
             stored = conversation.latest_messages()
-            summary = _text(stored[-1]).strip() if stored else ""
-            if summary and any(summary in _text(message) for message in messages):
+            summaries = _summaries(_text(stored[-1])) if stored else []
+            if any(summary in _text(message) for summary in summaries for message in messages):
                 return conversation
         return None
 
@@ -578,6 +585,13 @@ def _text(message: Message) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
     return ""
+
+
+def _summaries(reply: str) -> list[str]:
+    """The texts a continuation may carry of a compaction's reply: the reply itself and each `<summary>` block's
+    content, stripped (empty ones left out)."""
+    texts = [reply, *_SUMMARY_BLOCK.findall(reply)]
+    return [text.strip() for text in texts if text.strip()]
 
 
 def _spawning_call(parent: Conversation, child: Conversation) -> str | None:
