@@ -261,6 +261,31 @@ def test_a_codex_compaction_request_is_its_own_conversation_even_with_other_tool
     assert labels == [("c0", "main", None), ("c1", "compaction", "c0")]
 
 
+def test_codex_after_its_compaction_continues_the_thread_linked_to_it(episode_server: Server) -> None:
+    """What Codex 0.171.0 sends after compacting a thread: its opening again, then the summary in place of the turns
+    it replaced, under the same `thread-id`. That resends the main conversation's opening but not its turns: the
+    main loop's continuation (not a fork of it), which the thread's next request extends."""
+    session_id = episode_server.new_session()
+    normal = {"thread-id": "t-9", "x-codex-turn-metadata": json.dumps({"request_kind": "normal"})}
+    compacting = {**normal, "x-codex-turn-metadata": json.dumps({"request_kind": "compaction"})}
+    main = [SYSTEM, user("TASK: read the file")]
+    main.append(ask(episode_server, session_id, main, tools=TOOLS, headers=normal))
+    main.append(user("the file holds 42"))
+    summary = ask(episode_server, session_id, [*main, user("CONTEXT CHECKPOINT COMPACTION")], headers=compacting)
+    continued = [*main[:2], user(f"Here is the summary produced by the other language model: {summary['content']}")]
+    continued.append(ask(episode_server, session_id, continued, tools=TOOLS, headers=normal))
+    ask(episode_server, session_id, [*continued, user("and again")], tools=TOOLS, headers=normal)
+    listed = conversations(episode_server, session_id)
+    labels = [(c["id"], c["kind"], c["parent"], c["continues"], c["compaction"], c["turns"]) for c in listed]
+    assert labels == [
+        ("c0", "main", None, None, None, 1),
+        ("c1", "compaction", "c0", None, None, 1),
+        ("c2", "main", None, "c0", "c1", 2),
+    ]
+    assert listed[2]["key"] == "codex:t-9" and listed[2]["forked_from"] is None
+    assert_every_sampled_id_trained_once(episode_server, session_id, samples(episode_server, session_id))
+
+
 def test_a_reflection_call_without_tools_continues_the_conversation_and_is_counted(serve: ServerFactory) -> None:
     """autogen's reflect_on_tool_use sends its last call without `tools`: the stored tools stay (a harness rule)."""
     linear = serve()

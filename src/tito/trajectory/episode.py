@@ -9,7 +9,8 @@ Routing, in order:
 1. An SDK retry of a committed request goes to the conversation that holds it.
 2. Stated lineage (`Lineage`, read from the request's headers by the server): a request joins the conversation of
    its key whose opening it resends; when it resends none (its history was replaced), or when the lineage says it
-   always opens one (a compaction request), it opens a new conversation with that key, linked to the key's latest.
+   always opens one (a compaction request), it opens a new conversation with that key, linked to the key's latest
+   (to the conversation a compaction summarised, when the request carries that compaction's summary).
 3. Otherwise by prefix, among the conversations opened without a key: a request joins the conversation whose
    opening (its first turn's request messages) it resends, the one whose stored messages it repeats furthest when
    several do. A request that resends a linear conversation's last request but not its reply, and asks something
@@ -20,6 +21,8 @@ Routing, in order:
    A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`); when it
    carries a compaction's summary (the whole reply, or its `<summary>` block as Claude Code resends it), the new
    conversation `continues` the one that compaction summarised, and takes its kind (the main loop goes on).
+   A request that resends a conversation's opening but not its stored turns, and carries the summary of a compaction
+   of that conversation in their place (Codex after compacting), opens that conversation's continuation the same way.
 
 A conversation's kind, parent and spawning tool call are derived from the facts its first turn recorded
 (`ConversationOpening`) whenever they are read, by `ConversationInfo` rules documented on `conversation_infos`,
@@ -263,14 +266,17 @@ class Episode:
             keyed = [self.conversations[c] for c in self._by_key.get(lineage.key, ())]
             chosen = None if lineage.fresh else self._resent(keyed, messages)
             if chosen is not None:
-                return self._extend(chosen, messages, tools, fingerprint)
+                return self._extend(chosen, messages, tools, fingerprint, lineage)
+            compaction = None if lineage.fresh else self._continued_compaction(messages)
+            replaced = keyed[-1].conversation_id if keyed and not lineage.fresh else None
             opening = ConversationOpening(
                 source=lineage.source,
                 key=lineage.key,
                 kind=lineage.kind,
                 parent_key=lineage.parent_key,
                 spawned_by=lineage.spawned_by,
-                continues=keyed[-1].conversation_id if keyed and not lineage.fresh else None,
+                continues=replaced if compaction is None else self._subject_of(compaction),
+                compaction=None if compaction is None else compaction.conversation_id,
                 has_tools=has_tools,
                 structured_output=structured_output,
             )
@@ -308,11 +314,27 @@ class Episode:
         return self.matcher.match_prefix(opening, messages[: len(opening)], ResendMatch()) is None
 
     def _extend(
-        self, conversation: Conversation, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str
+        self,
+        conversation: Conversation,
+        messages: Sequence[Message],
+        tools: Sequence[Message] | None,
+        fingerprint: str,
+        lineage: Lineage | None = None,
     ) -> TurnPlan:
         latest = conversation.latest_node()
         if latest is not None:
             stored = conversation.latest_messages()
+            compaction = None if self._resends(stored, messages) else self._continued_compaction(messages)
+            if compaction is not None and self._subject_of(compaction) == conversation.conversation_id:
+                # Codex after its compaction: the opening again, then the summary in place of the turns it replaced
+                opening = ConversationOpening(
+                    source="prefix" if lineage is None else lineage.source,
+                    key=None if lineage is None else lineage.key,
+                    continues=conversation.conversation_id,
+                    compaction=compaction.conversation_id,
+                    has_tools=bool(tools),
+                )
+                return self._open(messages, tools, fingerprint, opening)
             if self._forks(stored, messages):
                 opening = ConversationOpening(source="prefix", forked_from=latest, has_tools=bool(tools))
                 return self._open(messages, tools, fingerprint, opening)
