@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
 AUTOGEN = ROOT / ".venv-frameworks-autogen" / "bin" / "python"
 INSPECT = ROOT / ".venv-frameworks-inspect" / "bin" / "python"
+BUILT_BY = {AUTOGEN: "scripts/frameworks_autogen_venv.sh", INSPECT: "scripts/frameworks_inspect_venv.sh"}
 SCRIPTED = Framework("a venv's framework", "-", lambda url, stream: None, streams=True)
 """What the scripted model samples is the drift table's episode (two `get_weather` calls, then the answer)."""
 
@@ -38,7 +39,7 @@ def run_episode(
     """Runs `python argv... CHAT_URL` against a fresh session that plays the scripted episode; the episode as kept,
     and the session as described."""
     if not python.exists():
-        pytest.fail(f"{python} is missing: its script builds it (scripts/frameworks_autogen_venv.sh, ..._inspect_...)")
+        pytest.fail(f"{python} is missing: bash {BUILT_BY[python]}")
     scripted = [list(tokenizer.encode(text, add_special_tokens=False)) for text in scripted_replies(SCRIPTED, thinking)]
     session_id = server.new_session(trajectory=trajectory, chat_template_kwargs={"enable_thinking": thinking})
     server.engine.replies.clear()

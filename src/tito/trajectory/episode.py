@@ -324,7 +324,9 @@ class Episode:
         latest = conversation.latest_node()
         if latest is not None:
             stored = conversation.latest_messages()
-            compaction = None if self._resends(stored, messages) else self._continued_compaction(messages)
+            last = len(stored) - 1
+            replaced = len(messages) <= last or messages[last] != stored[last]  # cheap: most requests resend it
+            compaction = self._continued_compaction(messages) if replaced else None
             if compaction is not None and self._subject_of(compaction) == conversation.conversation_id:
                 # Codex after its compaction: the opening again, then the summary in place of the turns it replaced
                 opening = ConversationOpening(
