@@ -128,7 +128,7 @@ def test_a_sub_agent_is_its_own_labelled_sample_and_every_id_of_both_is_trained(
 @pytest.mark.parametrize("trajectory", ["linear", "tree"])
 def test_compaction_then_a_second_turn_loses_nothing(tmp_path: Path, workdir: Path, trajectory: str) -> None:
     """`/compact` (what auto-compaction sends too): a request that resends the conversation and asks for a summary,
-    then the conversation goes on from the summary."""
+    then the conversation goes on from the summary's `<summary>` block alone: the main loop's continuation."""
     with (
         ScriptedSglang("qwen3", bash_episode) as engine,
         tito_serve(engine, "qwen3", tmp_path / "tito.log", "--trajectory", trajectory) as tito,
@@ -148,5 +148,10 @@ def test_compaction_then_a_second_turn_loses_nothing(tmp_path: Path, workdir: Pa
         samples = check_episode(tito, engine, session_id)
         assert len(samples) == 3, "the episode before compaction, the summary, the episode after it"
         conversations = [sample["conversation"] for sample in samples]
-        [compaction] = [c for c in conversations if c["kind"] == "compaction"]
-        assert compaction["parent"] == next(c["id"] for c in conversations if c["kind"] == "main"), conversations
+        labels = [(c["id"], c["kind"], c["parent"], c["continues"], c["compaction"]) for c in conversations]
+        assert labels == [
+            ("c0", "main", None, None, None),
+            ("c1", "compaction", "c0", None, None),
+            ("c2", "main", None, "c0", "c1"),
+        ], "the summary's conversation is the main loop's continuation, linked to the one it replaces"
+        assert len(tito.samples(session_id, conversation_kinds=["main"])) == 2

@@ -21,10 +21,18 @@ MARK = "MARKER-5821"
 SECOND = "MARKER-6604"
 
 
+COMPACTION_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION."
+"""How Codex 0.171.0's own compaction request (without a remote compact endpoint) begins its last user message."""
+SUMMARY = f"CODEX-COMPACTED: marker.txt holds {MARK}."
+
+
 def episode(prompt: str) -> Message:
     """Codex's episodes, told apart by their task: TASK-1 and TASK-2 read a file with `exec_command`, then say
     what it holds; TASK-3 spawns a sub-agent (`spawn_agent`, in the `multi_agent_v1` namespace) whose SUBTASK
-    reads the file, waits for it (`wait_agent`), then says what it found."""
+    reads the file, waits for it (`wait_agent`), then says what it found. Codex's compaction request gets a summary
+    that holds what the file said, so the turn that goes on from it answers."""
+    if COMPACTION_PROMPT in prompt[prompt.rfind("<|im_start|>user") :]:
+        return {"reasoning_content": "I summarise.", "content": SUMMARY}
     if "TASK-3" in prompt:
         return delegate(prompt[prompt.rfind("TASK-3") :])
     task = max(("TASK-1", "TASK-2", "SUBTASK"), key=prompt.rfind)
@@ -50,12 +58,13 @@ def delegate(tail: str) -> Message:
     return {"reasoning_content": "It reported.", "content": f"The sub-agent found {MARK}."}
 
 
-def codex_env(tito: Tito, session_id: str, home: Path, thinking: bool) -> dict[str, str]:
+def codex_env(tito: Tito, session_id: str, home: Path, thinking: bool, settings: str = "") -> dict[str, str]:
     """A CODEX_HOME whose config.toml names tito as the provider (what the README says to write, nothing else
-    but the switches that keep Codex off the network: analytics, the update check; and thinking off where asked)."""
+    but the switches that keep Codex off the network: analytics, the update check; and thinking off where asked),
+    plus top-level `settings` lines."""
     effort = "" if thinking else 'model_reasoning_effort = "none"\n'
     config = (
-        f'model = "qwen3"\nmodel_provider = "tito"\ncheck_for_update_on_startup = false\n{effort}'
+        f'model = "qwen3"\nmodel_provider = "tito"\ncheck_for_update_on_startup = false\n{effort}{settings}'
         "[analytics]\nenabled = false\n"
         f'[model_providers.tito]\nname = "tito"\nbase_url = "{tito.base_url(session_id)}/v1"\n'
         'wire_api = "responses"\n'
@@ -137,6 +146,37 @@ def test_codex_spawns_a_sub_agent_that_runs_and_is_its_own_labelled_sample(traje
         assert len(engine.sampled()) == 5 and len(samples) == 2  # main: spawn, wait, answer; sub-agent: call, answer
         main, sub = sorted((sample["conversation"] for sample in samples), key=lambda c: c["kind"] != "main")
         assert (main["kind"], sub["kind"], sub["parent"]) == ("main", "subagent", main["id"])
+
+
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_codex_auto_compaction_is_its_own_conversation_and_the_main_loop_continues_linked(
+    trajectory: str, tmp_path: Path
+) -> None:
+    """Codex compacts on its own once a reply's reported usage (`total_tokens`) reaches
+    `model_auto_compact_token_limit` and the turn goes on (a tool result to answer): against a custom provider it
+    sends the history with `tools: []` and its compaction prompt, labelled `request_kind: "compaction"`, then goes on
+    from the opening, the user messages and the summary. Its opening alone is ~10k tokens, so a 5,000-token limit
+    compacts after the first tool call; the summary holds the answer, so the turn ends after one compaction."""
+    work = workdir(tmp_path)
+    with ScriptedSglang("qwen3", episode) as engine, tito_serve(engine, "qwen3", tmp_path / "tito.log") as tito:
+        session_id = tito.new_session(trajectory=trajectory)
+        env = codex_env(tito, session_id, tmp_path / "home", True, "model_auto_compact_token_limit = 5000\n")
+        events = codex(env, work, "TASK-1: read marker.txt and tell me what it holds.")
+        assert MARK in completed(events, "command_execution")[0]["aggregated_output"]
+        assert [m["text"] for m in completed(events, "agent_message")] == [f"The file holds {MARK}."]
+        summaries = [g for g in engine.sampled() if COMPACTION_PROMPT in g.prompt]
+        assert len(summaries) == 1 and len(engine.sampled()) == 3, "the call, the summary, the answer"
+        samples = check_episode(tito, engine, session_id)
+        labels = [
+            (c["id"], c["kind"], c["parent"], c["continues"], c["compaction"])
+            for c in tito.session(session_id)["conversations"]
+        ]
+        assert labels == [
+            ("c0", "main", None, None, None),
+            ("c1", "compaction", "c0", None, None),
+            ("c2", "main", None, "c0", "c1"),
+        ], "the compaction is its own conversation; the one after it continues the main loop"
+        assert sorted(sample["conversation"]["id"] for sample in samples) == ["c0", "c1", "c2"]
 
 
 def representative(tmp_path: Path) -> Observation:

@@ -185,6 +185,70 @@ def test_a_compaction_that_leaves_out_the_last_reply_forks_and_the_continuation_
     assert_every_sampled_id_trained_once(episode_server, session_id, samples(episode_server, session_id))
 
 
+CLAUDE_TOOLS = [{"name": "Bash", "description": "Run a command.", "input_schema": {"type": "object", "properties": {}}}]
+CLAUDE_SUMMARY = "tito-compacted: out.txt holds tito."
+
+
+@pytest.mark.parametrize("trajectory", ["linear", "tree"])
+def test_claude_codes_compaction_is_its_own_conversation_and_the_main_loop_continues_from_its_summary(
+    serve: ServerFactory, qwen3_tokenizer: LocalTokenizer, trajectory: str
+) -> None:
+    """What Claude Code 2.1.332 sends on the Messages route for `/compact` (and auto-compaction): the conversation
+    without its last reply plus its summary request; then a fresh conversation whose first user message holds only
+    the summary's `<summary>` block (the `<analysis>` dropped, "Summary:" before it) and a billing line that changed.
+    The compaction is its own conversation; the fresh one is the main loop's continuation, linked to it."""
+    server = serve(trajectory=TrajectoryKind(trajectory))
+    session_id = server.new_session()
+
+    def encoded(text: str) -> list[int]:
+        return list(qwen3_tokenizer.encode(text, add_special_tokens=False))
+
+    def turn(system: str, messages: list[dict[str, Any]], tools: bool = True) -> dict[str, Any]:
+        body = {"model": "claude-opus-5-5", "max_tokens": 64, "stream": False, "messages": messages}
+        body["system"] = [{"type": "text", "text": system}, {"type": "text", "text": "You are Claude Code."}]
+        if tools:
+            body["tools"] = CLAUDE_TOOLS
+        reply = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+        assert reply.status_code == 200, reply.text
+        return {"role": "assistant", "content": reply.json()["content"]}
+
+    billing = "x-anthropic-billing-header: cc_version=2.1.332.a1b; cc_entrypoint=sdk-cli;"
+    bash_call = {"name": "Bash", "arguments": {"command": "printf tito > out.txt"}}
+    server.engine.queue(encoded(f"<tool_call>\n{json.dumps(bash_call)}\n</tool_call><|im_end|>"))
+    main: list[dict[str, Any]] = [user("Write tito into out.txt.")]
+    main.append(turn(billing, main))
+    call_id = main[-1]["content"][-1]["id"]
+    main.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "done"}]})
+    main.append(turn(billing, main))
+    compacting = [*main[:-1], user("Your task is to create a detailed summary. Do NOT call any tools.")]
+    server.engine.queue(
+        encoded(f"<analysis>One file written.</analysis>\n<summary>{CLAUDE_SUMMARY}</summary><|im_end|>")
+    )
+    turn(billing, compacting)
+    resumed = (
+        "This session is being continued from a previous conversation that ran out of context. The summary below "
+        f"covers the earlier portion of the conversation.\n\nSummary:\n{CLAUDE_SUMMARY}\n\nContinue the "
+        "conversation from where it left off without asking the user any further questions."
+    )
+    continued: list[dict[str, Any]] = [user(resumed), user("Now append again.")]
+    changed_billing = billing.replace("a1b", "c2d")
+    continued.append(turn(changed_billing, continued))
+    turn(changed_billing, [*continued, user("And once more.")])
+    listed = conversations(server, session_id)
+    labels = [(c["id"], c["kind"], c["parent"], c["continues"], c["compaction"], c["turns"]) for c in listed]
+    assert labels == [
+        ("c0", "main", None, None, None, 2),
+        ("c1", "compaction", "c0", None, None, 1),
+        ("c2", "main", None, "c0", "c1", 2),
+    ]
+    kept = samples(server, session_id)
+    assert_every_sampled_id_trained_once(server, session_id, kept)
+    assert [s["conversation"]["kind"] for s in samples(server, session_id, conversation_kinds=["main"])] == [
+        "main",
+        "main",
+    ]
+
+
 def test_a_codex_compaction_request_is_its_own_conversation_even_with_other_tools(serve: ServerFactory) -> None:
     linear = serve()
     session_id = linear.new_session()
@@ -195,6 +259,31 @@ def test_a_codex_compaction_request_is_its_own_conversation_even_with_other_tool
     ask(linear, session_id, [*main, user("compact")], headers=compacting)  # tools: none, where the thread had some
     labels = [(c["id"], c["kind"], c["parent"]) for c in conversations(linear, session_id)]
     assert labels == [("c0", "main", None), ("c1", "compaction", "c0")]
+
+
+def test_codex_after_its_compaction_continues_the_thread_linked_to_it(episode_server: Server) -> None:
+    """What Codex 0.171.0 sends after compacting a thread: its opening again, then the summary in place of the turns
+    it replaced, under the same `thread-id`. That resends the main conversation's opening but not its turns: the
+    main loop's continuation (not a fork of it), which the thread's next request extends."""
+    session_id = episode_server.new_session()
+    normal = {"thread-id": "t-9", "x-codex-turn-metadata": json.dumps({"request_kind": "normal"})}
+    compacting = {**normal, "x-codex-turn-metadata": json.dumps({"request_kind": "compaction"})}
+    main = [SYSTEM, user("TASK: read the file")]
+    main.append(ask(episode_server, session_id, main, tools=TOOLS, headers=normal))
+    main.append(user("the file holds 42"))
+    summary = ask(episode_server, session_id, [*main, user("CONTEXT CHECKPOINT COMPACTION")], headers=compacting)
+    continued = [*main[:2], user(f"Here is the summary produced by the other language model: {summary['content']}")]
+    continued.append(ask(episode_server, session_id, continued, tools=TOOLS, headers=normal))
+    ask(episode_server, session_id, [*continued, user("and again")], tools=TOOLS, headers=normal)
+    listed = conversations(episode_server, session_id)
+    labels = [(c["id"], c["kind"], c["parent"], c["continues"], c["compaction"], c["turns"]) for c in listed]
+    assert labels == [
+        ("c0", "main", None, None, None, 1),
+        ("c1", "compaction", "c0", None, None, 1),
+        ("c2", "main", None, "c0", "c1", 2),
+    ]
+    assert listed[2]["key"] == "codex:t-9" and listed[2]["forked_from"] is None
+    assert_every_sampled_id_trained_once(episode_server, session_id, samples(episode_server, session_id))
 
 
 def test_a_reflection_call_without_tools_continues_the_conversation_and_is_counted(serve: ServerFactory) -> None:

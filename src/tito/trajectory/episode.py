@@ -9,7 +9,8 @@ Routing, in order:
 1. An SDK retry of a committed request goes to the conversation that holds it.
 2. Stated lineage (`Lineage`, read from the request's headers by the server): a request joins the conversation of
    its key whose opening it resends; when it resends none (its history was replaced), or when the lineage says it
-   always opens one (a compaction request), it opens a new conversation with that key, linked to the key's latest.
+   always opens one (a compaction request), it opens a new conversation with that key, linked to the key's latest
+   (to the conversation a compaction summarised, when the request carries that compaction's summary).
 3. Otherwise by prefix, among the conversations opened without a key: a request joins the conversation whose
    opening (its first turn's request messages) it resends, the one whose stored messages it repeats furthest when
    several do. A request that resends a linear conversation's last request but not its reply, and asks something
@@ -17,7 +18,11 @@ Routing, in order:
    Under `harness`, a request that resends a linear conversation's generated reply rewritten as another assistant
    message (smolagents' tool calls resent as text) opens a conversation that continues it, forked from that reply's
    node, instead of a 400: a documented branch, and every sampled id of both stays in a sample.
-   A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`).
+   A request that resends no opening opens a new conversation, recorded as inferred (`source="prefix"`); when it
+   carries a compaction's summary (the whole reply, or its `<summary>` block as Claude Code resends it), the new
+   conversation `continues` the one that compaction summarised, and takes its kind (the main loop goes on).
+   A request that resends a conversation's opening but not its stored turns, and carries the summary of a compaction
+   of that conversation in their place (Codex after compacting), opens that conversation's continuation the same way.
 
 A conversation's kind, parent and spawning tool call are derived from the facts its first turn recorded
 (`ConversationOpening`) whenever they are read, by `ConversationInfo` rules documented on `conversation_infos`,
@@ -31,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import json
+import re
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +61,8 @@ ConversationTrajectory = LinearTrajectory | TreeTrajectory
 
 _SPAWN_TEXT_MIN = 8
 """The shortest tool-call argument string that may name a sub-agent's first message (shorter ones match by chance)."""
+_SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+"""A compaction reply's summary block (Claude Code's compaction prompt asks for `<analysis>` then `<summary>`)."""
 
 
 @dataclass(frozen=True)
@@ -258,14 +266,17 @@ class Episode:
             keyed = [self.conversations[c] for c in self._by_key.get(lineage.key, ())]
             chosen = None if lineage.fresh else self._resent(keyed, messages)
             if chosen is not None:
-                return self._extend(chosen, messages, tools, fingerprint)
+                return self._extend(chosen, messages, tools, fingerprint, lineage)
+            compaction = None if lineage.fresh else self._continued_compaction(messages)
+            replaced = keyed[-1].conversation_id if keyed and not lineage.fresh else None
             opening = ConversationOpening(
                 source=lineage.source,
                 key=lineage.key,
                 kind=lineage.kind,
                 parent_key=lineage.parent_key,
                 spawned_by=lineage.spawned_by,
-                continues=keyed[-1].conversation_id if keyed and not lineage.fresh else None,
+                continues=replaced if compaction is None else self._subject_of(compaction),
+                compaction=None if compaction is None else compaction.conversation_id,
                 has_tools=has_tools,
                 structured_output=structured_output,
             )
@@ -303,11 +314,29 @@ class Episode:
         return self.matcher.match_prefix(opening, messages[: len(opening)], ResendMatch()) is None
 
     def _extend(
-        self, conversation: Conversation, messages: Sequence[Message], tools: Sequence[Message] | None, fingerprint: str
+        self,
+        conversation: Conversation,
+        messages: Sequence[Message],
+        tools: Sequence[Message] | None,
+        fingerprint: str,
+        lineage: Lineage | None = None,
     ) -> TurnPlan:
         latest = conversation.latest_node()
         if latest is not None:
             stored = conversation.latest_messages()
+            last = len(stored) - 1
+            replaced = len(messages) <= last or messages[last] != stored[last]  # cheap: most requests resend it
+            compaction = self._continued_compaction(messages) if replaced else None
+            if compaction is not None and self._subject_of(compaction) == conversation.conversation_id:
+                # Codex after its compaction: the opening again, then the summary in place of the turns it replaced
+                opening = ConversationOpening(
+                    source="prefix" if lineage is None else lineage.source,
+                    key=None if lineage is None else lineage.key,
+                    continues=conversation.conversation_id,
+                    compaction=compaction.conversation_id,
+                    has_tools=bool(tools),
+                )
+                return self._open(messages, tools, fingerprint, opening)
             if self._forks(stored, messages):
                 opening = ConversationOpening(source="prefix", forked_from=latest, has_tools=bool(tools))
                 return self._open(messages, tools, fingerprint, opening)
@@ -376,14 +405,16 @@ class Episode:
         return dataclasses.replace(plan, conversation=None, opening=opening, resend=None, branched=False)
 
     def _continued_compaction(self, messages: Sequence[Message]) -> Conversation | None:
-        """The latest compaction conversation whose reply (the summary) the request carries in a message."""
+        """The latest compaction conversation whose reply (the summary) the request carries in a message: the whole
+        reply, or what its `<summary>` block holds (Claude Code drops the `<analysis>` block and resends only that,
+        under "Summary:")."""
         kinds = self._kinds()
         for conversation in reversed(self.conversations.values()):
             if kinds[conversation.conversation_id] != "compaction":
                 continue
             stored = conversation.latest_messages()
-            summary = _text(stored[-1]).strip() if stored else ""
-            if summary and any(summary in _text(message) for message in messages):
+            summaries = _summaries(_text(stored[-1])) if stored else []
+            if any(summary in _text(message) for summary in summaries for message in messages):
                 return conversation
         return None
 
@@ -578,6 +609,13 @@ def _text(message: Message) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
     return ""
+
+
+def _summaries(reply: str) -> list[str]:
+    """The texts a continuation may carry of a compaction's reply: the reply itself and each `<summary>` block's
+    content, stripped (empty ones left out)."""
+    texts = [reply, *_SUMMARY_BLOCK.findall(reply)]
+    return [text.strip() for text in texts if text.strip()]
 
 
 def _spawning_call(parent: Conversation, child: Conversation) -> str | None:
