@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import timeit
 import tracemalloc
 from array import array
 from pathlib import Path
@@ -178,6 +179,30 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
     return {"tokens": stored, "turns": turns, "held": held, "arrays": id_bytes}
 
 
+def path_join_cost(tokens: int, turns: int) -> tuple[float, float]:
+    """Microseconds per turn to get the head path's ids: the old copy of a cached whole-path array against the new
+    join of the path's nodes' own arrays (`joined_ids`), best of several rounds."""
+    from tito.trajectory.events import TurnCommitted
+    from tito.trajectory.nodes import Node, joined_ids, path_parts
+
+    step = tokens // turns
+    nodes = []
+    for index in range(turns):
+        prompt, output = array("i", range(step - 30)), array("i", range(30))
+        event = TurnCommitted(
+            "s", index, index - 1 if index else None, index * step, (), None, prompt, output, array("f", bytes(120)),
+            {}, "stop", "", "", {}, 0.0,
+        )  # fmt: skip
+        nodes.append(Node(event, path_length=(index + 1) * step))
+    parts = path_parts(nodes)  # what a linear session keeps in step with its head
+    cached = joined_ids(parts)
+    rounds = [
+        (timeit.timeit(lambda: array("i", cached), number=200), timeit.timeit(lambda: joined_ids(parts), number=200))
+        for _ in range(5)
+    ]
+    return min(r[0] for r in rounds) / 200 * 1e6, min(r[1] for r in rounds) / 200 * 1e6
+
+
 def extract(rev: str, into: Path) -> Path:
     """`rev`'s src/ tree, from git, under `into`."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True)
@@ -219,6 +244,12 @@ def main() -> int:
                 print(f"{tokens:7d} {name:>16} {result['turns']:6.0f} {result['tokens']:8.0f} {per_token:8.1f} "
                       f"{result['arrays'] / result['tokens']:15.1f}")  # fmt: skip
                 met = met and (name != "new" or per_token <= GOAL_BYTES_PER_TOKEN)
+    print("\nhead path ids per turn, us (old: copy the cached whole-path array; new: join the nodes' arrays)")
+    print(f"{'tokens':>7} {'turns':>6} {'old copy':>9} {'new join':>9}")
+    for tokens in args.tokens:
+        for turns in (10, 40, 300):
+            old, new = path_join_cost(tokens, turns)
+            print(f"{tokens:7d} {turns:6d} {old:9.1f} {new:9.1f}")
     print("goal met" if met else "GOAL MISSED")
     return 0 if met else 1
 

@@ -3,8 +3,8 @@
 Everything derives from the `TurnCommitted` events: a turn whose parent is the head's parent is a one-step
 retry (the head leaves the path), so replaying the events rebuilds the same path with no rollback event.
 The head path's messages and nodes (references) are kept beside the node store so a turn never re-walks the
-history; its ids are not: they are joined from the nodes' own arrays when a turn needs them (`joined_ids`), so
-each id is stored once.
+history; its ids are not: they are joined from the nodes' own arrays (references kept in order) when a turn needs
+them, so each id is stored once.
 
 Imports nothing from tito but errors, matching, trajectory.base, trajectory.events and trajectory.nodes.
 """
@@ -19,7 +19,16 @@ from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MatchingPolicy, ResendMatch, appended_messages, matching_policy
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
-from tito.trajectory.nodes import Node, NodeStore, PathSequence, TrajectoryIntegrityError, joined_ids
+from tito.trajectory.nodes import (
+    IdParts,
+    Node,
+    NodeStore,
+    PathSequence,
+    TrajectoryIntegrityError,
+    extend_parts,
+    joined_ids,
+    path_parts,
+)
 
 T = TypeVar("T")
 
@@ -49,7 +58,10 @@ class LinearTrajectory:
         self._messages: list[Message] = []
         """The head path's messages (stored once per node; this list holds references)."""
         self._path: list[Node] = []
-        """The head path's nodes, root first (references): its ids are joined from them, never kept twice."""
+        """The head path's nodes, root first (references)."""
+        self._parts: IdParts = []
+        """The head path's ids as its nodes' arrays (references, `tito.trajectory.nodes.path_parts`): a turn joins
+        them in one copy; never a second copy of the ids."""
         self._turn_starts: list[int] = []
         """Per node on the path: the index of its first request message."""
 
@@ -75,7 +87,7 @@ class LinearTrajectory:
                 raise TruncatedTurnError(head, head_turn.response_id)
             appended = found.restore_call_ids(messages[len(stored) :])
             return TurnPlan(
-                head, tuple(stored), joined_ids(self._path), [*stored, *appended], appended, self.version, resend=found
+                head, tuple(stored), joined_ids(self._parts), [*stored, *appended], appended, self.version, resend=found
             )
         head_start = self._turn_starts[-1]
         if diverged < head_start:
@@ -85,7 +97,7 @@ class LinearTrajectory:
         parent = head_turn.parent_id
         if parent is not None:
             self._check_tools(tools, found)
-        parent_ids = joined_ids(self._path[:-1])
+        parent_ids = joined_ids(path_parts(self._path[:-1]))
         kept, appended = stored[:head_start], found.restore_call_ids(messages[head_start:])
         return TurnPlan(
             parent, kept, parent_ids, [*kept, *appended], appended, self.version, replaces=head, resend=found,
@@ -161,7 +173,10 @@ class LinearTrajectory:
             self.store.remove_subtree(head)
             del self._messages[self._turn_starts.pop() :]
             self._path.pop()
-        self._path.append(self.store.add(event))
+            self._parts = path_parts(self._path)
+        node = self.store.add(event)
+        extend_parts(self._parts, self._path[-1].path_length if self._path else 0, node)
+        self._path.append(node)
         self._turn_starts.append(len(self._messages))
         self._messages.extend(event.request_messages)
         self._messages.append(event.assistant)
@@ -169,7 +184,7 @@ class LinearTrajectory:
         self.version += 1
 
     def path_ids(self, node_id: int) -> array[int]:
-        return joined_ids(self._path) if node_id == self._head else self.store.path_ids(node_id)
+        return joined_ids(self._parts) if node_id == self._head else self.store.path_ids(node_id)
 
     def messages(self) -> list[Message]:
         """The head path's conversation (a copy)."""
