@@ -25,6 +25,7 @@ import asyncio
 import gc
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -207,6 +208,33 @@ def path_join_cost(tokens: int, turns: int) -> tuple[float, float]:
     return min(r[0] for r in rounds) / 200 * 1e6, min(r[1] for r in rounds) / 200 * 1e6
 
 
+def prompt_json_cost(tokens: int, appended: int = 1000) -> tuple[float, float]:
+    """Microseconds to write a `tokens`-id prompt's JSON for the engine: whole (`ids_json`) against extended from the
+    session's previous prompt (`PromptJson`, that prompt `appended` ids shorter), median of 50."""
+    from tito.engines.id_json import PromptJson, ids_json
+
+    rng = random.Random(tokens)
+    ids = array("i", (rng.randrange(151_000) for _ in range(tokens)))
+    previous = ids[:-appended]
+    prompts = PromptJson()
+    whole = timeit.repeat(lambda: ids_json(ids), number=1, repeat=50)
+    extended = timeit.repeat(
+        lambda: prompts.ids_json(ids, "s"), setup=lambda: prompts.ids_json(previous, "s"), number=1, repeat=50
+    )
+    return statistics.median(whole) * 1e6, statistics.median(extended) * 1e6
+
+
+def share_tools_cost() -> float:
+    """Microseconds per turn to find a request's 25 tools (a fresh parse) in the shared table, median of 50."""
+    from tito.trajectory.shared_values import SharedValues
+
+    tools = tuple(agent_tools(random.Random(1)))
+    shared = SharedValues()
+    shared.value(tools)
+    copies = iter([tuple(orjson.loads(orjson.dumps(tools))) for _ in range(50)])
+    return statistics.median(timeit.repeat(lambda: shared.value(next(copies)), number=1, repeat=50)) * 1e6
+
+
 def extract(rev: str, into: Path) -> Path:
     """`rev`'s src/ tree, from git, under `into`."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True)
@@ -257,6 +285,13 @@ def main() -> int:
         for turns in (10, 40, 300):
             old, new = path_join_cost(tokens, turns)
             print(f"{tokens:7d} {turns:6d} {old:9.1f} {new:9.1f}")
+    print("\nengine body's prompt ids as JSON per turn, us (1,000 new ids a turn): whole vs extended (PromptJson)")
+    print(f"{'tokens':>7} {'whole':>9} {'extended':>9}")
+    for tokens in args.tokens:
+        whole, extended = prompt_json_cost(tokens)
+        print(f"{tokens:7d} {whole:9.1f} {extended:9.1f}")
+    print(f"\n25 tools ({len(orjson.dumps(agent_tools(random.Random(1))))} bytes of JSON) found in the shared table: "
+          f"{share_tools_cost():.1f} us per turn")  # fmt: skip
     print("goal met" if met else "GOAL MISSED")
     return 0 if met else 1
 

@@ -43,7 +43,7 @@ class SharedValues:
         tools = self.value(turn.tools) if turn.tools else turn.tools
         metadata: dict[str, Any] | None = None
         for key, value in turn.metadata.items():
-            if isinstance(value, dict | list) and value:
+            if isinstance(value, dict | list):
                 held = self.value(value)
                 if held is not value:
                     metadata = dict(turn.metadata) if metadata is None else metadata
