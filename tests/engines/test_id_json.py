@@ -8,7 +8,7 @@ import numpy
 import orjson
 import pytest
 
-from tito.engines.id_json import ids_json
+from tito.engines.id_json import PromptJson, ids_json
 
 IDS = [0, 1, 198, 151643, 151645, 2**31 - 1]
 
@@ -31,3 +31,46 @@ def test_no_ids_are_an_empty_json_array(ids: object) -> None:
 @pytest.mark.parametrize("ids", [IDS, tuple(IDS), range(5), [numpy.int64(value) for value in IDS]])
 def test_any_other_sequence_of_ints_gives_the_same_json(ids: object) -> None:
     assert orjson.loads(orjson.dumps(ids_json(ids))) == [int(value) for value in ids]  # type: ignore[arg-type,attr-defined]
+
+
+def test_a_prompt_that_extends_the_sessions_previous_one_is_written_as_an_extension_byte_for_byte() -> None:
+    prompts = PromptJson()
+    first = array("i", [151644, 8948, 198, 151645])
+    second = array("i", [*first, 77, 151645, 198, 151644, 872])
+    third = array("i", [*second, 5])
+    for ids in (first, second, second, third):  # the same prompt again (an engine retry) extends by nothing
+        assert orjson.dumps(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+    assert prompts.extended == 3
+
+
+def test_a_prompt_that_does_not_start_with_an_earlier_one_is_written_whole() -> None:
+    prompts = PromptJson()
+    prompts.ids_json(array("i", [1, 2, 3]), "s")
+    changed = array("i", [1, 9, 3, 4])  # same length prefix, another id: never taken as an extension
+    assert orjson.dumps(prompts.ids_json(changed, "s")) == b"[1,9,3,4]"
+    assert orjson.dumps(prompts.ids_json(array("i", [1, 2, 3, 4]), "t")) == b"[1,2,3,4]"  # another session
+    assert prompts.extended == 0
+
+
+def test_interleaved_conversations_of_one_session_each_extend_their_own_prompt() -> None:
+    prompts = PromptJson()
+    main, agent = array("i", [1, 2]), array("i", [7, 8])
+    for step in range(3):
+        main, agent = array("i", [*main, 10 + step]), array("i", [*agent, 20 + step])
+        assert orjson.dumps(prompts.ids_json(main, "s")) == orjson.dumps(main.tolist())
+        assert orjson.dumps(prompts.ids_json(agent, "s")) == orjson.dumps(agent.tolist())
+    assert prompts.extended == 4
+
+
+def test_the_cache_is_bounded_and_a_released_session_is_forgotten() -> None:
+    prompts = PromptJson(max_bytes=40)  # one 5-id prompt: 20 bytes of ids, 11 of JSON
+    prompts.ids_json(array("i", range(5)), "a")
+    prompts.ids_json(array("i", range(5)), "b")
+    assert prompts.held_bytes <= 40
+    prompts.ids_json(array("i", range(6)), "a")
+    assert prompts.extended == 0, "a's prompt left first (least recently used) to keep the bound"
+    prompts.forget("b")
+    prompts.forget("a")
+    assert prompts.held_bytes == 0
+    assert orjson.dumps(prompts.ids_json([1, 2], "a")) == b"[1,2]"  # a list, not an id array: written whole
+    assert orjson.dumps(prompts.ids_json(array("i", [1, 2]), None)) == b"[1,2]"

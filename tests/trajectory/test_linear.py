@@ -52,6 +52,22 @@ def test_an_extension_appends_and_path_ids_are_prompt_then_sampled() -> None:
     assert [turn.node_id for turn in trajectory.turns()] == [0, 1]
 
 
+def test_a_linear_session_stores_each_id_once_in_its_nodes_and_joins_the_path_from_them() -> None:
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 5)
+    retried = commit(trajectory, [*messages[:-1]])  # a one-step retry: the head leaves the path
+    own = {id(array_) for node in trajectory.store for array_ in (node.turn.prompt_ids, node.turn.output_ids)}
+    held = [value for value in vars(trajectory).values() if isinstance(value, array)]
+    assert held == [], "a linear trajectory keeps no array of its own: the path's ids live in the nodes only"
+    listed = [item for value in vars(trajectory).values() if isinstance(value, list) for item in value]
+    assert all(id(item) in own for item in listed if isinstance(item, array)), "references to node arrays only"
+    path = trajectory.path_ids(retried.node_id)
+    assert path.tolist() == [10, 50, STOP, 10, 51, STOP, 10, 52, STOP, 10, 53, STOP, 10, 55, STOP]
+    assert path == trajectory.store.path_ids(retried.node_id)
+    assert id(path) not in own, "path ids are a new array, so a caller extending them changes no node"
+    assert trajectory.describe()["tokens"] == len(path)
+
+
 def test_a_retry_of_the_last_turn_replaces_it_and_replay_gives_the_same_path() -> None:
     trajectory = LinearTrajectory(SessionConfig())
     first = commit(trajectory, [user("u0")])

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from tito.engines.http import SESSION_HEADER, HttpEngineClient, JsonObject, require
-from tito.engines.id_json import ids_json
+from tito.engines.id_json import PromptJson, prompt_json
 from tito.engines.protocol import (
     EngineInfo,
     Finish,
@@ -54,6 +54,8 @@ class SGLangEngine:
 
     def __init__(self, url: str, *, timeout: float = 600.0, model: str = "", max_context: int | None = None) -> None:
         self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
+        self._prompts = PromptJson()
+        """Each session's latest prompts as JSON: a turn's body extends its previous prompt's ids."""
         self._info = EngineInfo(
             ENGINE, model, max_context, LogprobSemantics.AFTER_TEMPERATURE, MAX_TOP_LOGPROBS, structured_output=True
         )
@@ -64,7 +66,9 @@ class SGLangEngine:
 
     async def generate(self, request: GenerateRequest) -> Generation:
         started = time.monotonic()
-        reply = await self._http.post_json("/generate", generate_body(request, stream=False), _headers(request))
+        reply = await self._http.post_json(
+            "/generate", generate_body(request, stream=False, prompts=self._prompts), _headers(request)
+        )
         chunk = parse_reply(reply, already_received=0)
         if chunk.finish is None:
             raise EngineResponseError(ENGINE, "/generate: a non-streaming reply without finish_reason")
@@ -82,7 +86,9 @@ class SGLangEngine:
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
         received = 0
         finished = False
-        events = self._http.post_sse("/generate", generate_body(request, stream=True), _headers(request))
+        events = self._http.post_sse(
+            "/generate", generate_body(request, stream=True, prompts=self._prompts), _headers(request)
+        )
         try:
             async for event in events:
                 if finished:
@@ -110,16 +116,19 @@ class SGLangEngine:
         await self._http.post_json("/abort_request", {"rid": request_id, "abort_all": False})
 
     async def release_session(self, session_id: str) -> bool:
-        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none."""
+        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none. Its
+        prompts' JSON is dropped either way."""
+        self._prompts.forget(session_id)
         return await self._http.release_session(session_id)
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
 
-def generate_body(request: GenerateRequest, *, stream: bool) -> JsonObject:
+def generate_body(request: GenerateRequest, *, stream: bool, prompts: PromptJson | None = None) -> JsonObject:
+    """`/generate`'s body; `prompts` writes the ids as an extension of the session's previous prompt."""
     body: JsonObject = {
-        "input_ids": ids_json(request.prompt_ids),
+        "input_ids": prompt_json(request.prompt_ids, request.session_id, prompts),
         "sampling_params": sampling_params(request.sampling),
         "return_logprob": True,
         "logprob_start_len": -1,

@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from typing import Any, Literal, TypeVar
 
 from tito.engines.http import SESSION_HEADER, HttpEngineClient, JsonObject, require
-from tito.engines.id_json import ids_json
+from tito.engines.id_json import PromptJson, prompt_json
 from tito.engines.protocol import (
     EngineInfo,
     Finish,
@@ -120,6 +120,8 @@ class VLLMEngine:
         self._max_context = max_context
         self._endpoint = endpoint
         self._aborts: dict[str, asyncio.Event] = {}
+        self._prompts = PromptJson()
+        """Each session's latest prompts as JSON: a turn's body extends its previous prompt's ids."""
 
     @property
     def info(self) -> EngineInfo:
@@ -136,9 +138,9 @@ class VLLMEngine:
         started = time.monotonic()
         model = await self._served_model()
         path, body = (
-            (GENERATE, generate_body(request, model))
+            (GENERATE, generate_body(request, model, self._prompts))
             if self._endpoint == "generate"
-            else (COMPLETIONS, completions_body(request, model, stream=False))
+            else (COMPLETIONS, completions_body(request, model, stream=False, prompts=self._prompts))
         )
         try:
             reply = await self._until_aborted(request.request_id, self._http.post_json(path, body, _headers(request)))
@@ -174,7 +176,7 @@ class VLLMEngine:
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
         model = await self._served_model()
         aborted = self._aborts.setdefault(request.request_id, asyncio.Event())
-        body = completions_body(request, model, stream=True)
+        body = completions_body(request, model, stream=True, prompts=self._prompts)
         events = _EventPump(self._http.post_sse(COMPLETIONS, body, _headers(request)), aborted)
         finish: Finish | None = None
         delivered = False
@@ -219,7 +221,9 @@ class VLLMEngine:
             await self._http.post_json("/inference/v1/abort_requests", body)
 
     async def release_session(self, session_id: str) -> bool:
-        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none."""
+        """End the session at a router in front (vllm-router's `/finish_session`); False when there is none. Its
+        prompts' JSON is dropped either way."""
+        self._prompts.forget(session_id)
         return await self._http.release_session(session_id)
 
     async def aclose(self) -> None:
@@ -259,10 +263,13 @@ class VLLMEngine:
 _ABORTED = Finish(FinishKind.ABORT, detail="aborted by the client (connection closed)")
 
 
-def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> JsonObject:
+def completions_body(
+    request: GenerateRequest, model: str, *, stream: bool, prompts: PromptJson | None = None
+) -> JsonObject:
+    """`/v1/completions`' body; `prompts` writes the ids as an extension of the session's previous prompt."""
     body: JsonObject = {
         "model": model,
-        "prompt": ids_json(request.prompt_ids),
+        "prompt": prompt_json(request.prompt_ids, request.session_id, prompts),
         "max_tokens": request.sampling.max_new_tokens,
         "logprobs": request.sampling.top_logprobs,
         "return_token_ids": True,
@@ -277,10 +284,11 @@ def completions_body(request: GenerateRequest, model: str, *, stream: bool) -> J
     return body
 
 
-def generate_body(request: GenerateRequest, model: str) -> JsonObject:
+def generate_body(request: GenerateRequest, model: str, prompts: PromptJson | None = None) -> JsonObject:
+    """`/inference/v1/generate`'s body; `prompts` as in `completions_body`."""
     return {
         "model": model,
-        "token_ids": ids_json(request.prompt_ids),
+        "token_ids": prompt_json(request.prompt_ids, request.session_id, prompts),
         "sampling_params": {
             "max_tokens": request.sampling.max_new_tokens,
             "logprobs": request.sampling.top_logprobs,

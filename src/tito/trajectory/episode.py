@@ -28,7 +28,7 @@ A conversation's kind, parent and spawning tool call are derived from the facts 
 (`ConversationOpening`) whenever they are read, by `ConversationInfo` rules documented on `conversation_infos`,
 so a live and a replayed episode label alike.
 
-Imports nothing from tito but errors, matching and trajectory (base, events, linear, nodes, tree).
+Imports nothing from tito but errors, matching and trajectory (base, events, linear, nodes, shared_values, tree).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from tito.trajectory.events import (
 )
 from tito.trajectory.linear import LinearTrajectory
 from tito.trajectory.nodes import Node, PathSequence, TrajectoryIntegrityError
+from tito.trajectory.shared_values import SHARED
 from tito.trajectory.tree import TreeCapacityError, TreeTrajectory
 
 T = TypeVar("T")
@@ -468,6 +469,7 @@ class Episode:
             conversation = found
         if event.node_id < self.next_node_id:
             raise TrajectoryIntegrityError(f"node id {event.node_id} was already used in this session")
+        event = SHARED.share(event)  # tools and repeated metadata held once, live or replayed
         conversation.trajectory.apply(event)
         self._node_conversation[event.node_id] = conversation_id
         self._by_fingerprint[event.request_fingerprint] = conversation_id

@@ -2,7 +2,9 @@
 
 Everything derives from the `TurnCommitted` events: a turn whose parent is the head's parent is a one-step
 retry (the head leaves the path), so replaying the events rebuilds the same path with no rollback event.
-The head path's messages and ids are kept beside the node store so a turn never re-walks the history.
+The head path's messages and nodes (references) are kept beside the node store so a turn never re-walks the
+history; its ids are not: they are joined from the nodes' own arrays (references kept in order) when a turn needs
+them, so each id is stored once.
 
 Imports nothing from tito but errors, matching, trajectory.base, trajectory.events and trajectory.nodes.
 """
@@ -17,7 +19,16 @@ from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MatchingPolicy, ResendMatch, appended_messages, matching_policy
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
-from tito.trajectory.nodes import NodeStore, PathSequence, TrajectoryIntegrityError
+from tito.trajectory.nodes import (
+    IdParts,
+    Node,
+    NodeStore,
+    PathSequence,
+    TrajectoryIntegrityError,
+    extend_parts,
+    joined_ids,
+    path_parts,
+)
 
 T = TypeVar("T")
 
@@ -46,8 +57,11 @@ class LinearTrajectory:
         self._head: int | None = None
         self._messages: list[Message] = []
         """The head path's messages (stored once per node; this list holds references)."""
-        self._ids: array[int] = array("i")
-        """The head path's ids, kept in step with the store so a turn does not re-walk the path."""
+        self._path: list[Node] = []
+        """The head path's nodes, root first (references)."""
+        self._parts: IdParts = []
+        """The head path's ids as its nodes' arrays (references, `tito.trajectory.nodes.path_parts`): a turn joins
+        them in one copy; never a second copy of the ids."""
         self._turn_starts: list[int] = []
         """Per node on the path: the index of its first request message."""
 
@@ -73,7 +87,7 @@ class LinearTrajectory:
                 raise TruncatedTurnError(head, head_turn.response_id)
             appended = found.restore_call_ids(messages[len(stored) :])
             return TurnPlan(
-                head, tuple(stored), array("i", self._ids), [*stored, *appended], appended, self.version, resend=found
+                head, tuple(stored), joined_ids(self._parts), [*stored, *appended], appended, self.version, resend=found
             )
         head_start = self._turn_starts[-1]
         if diverged < head_start:
@@ -83,7 +97,7 @@ class LinearTrajectory:
         parent = head_turn.parent_id
         if parent is not None:
             self._check_tools(tools, found)
-        parent_ids = self.store.path_ids(parent) if parent is not None else array("i")
+        parent_ids = joined_ids(path_parts(self._path[:-1]))
         kept, appended = stored[:head_start], found.restore_call_ids(messages[head_start:])
         return TurnPlan(
             parent, kept, parent_ids, [*kept, *appended], appended, self.version, replaces=head, resend=found,
@@ -158,19 +172,19 @@ class LinearTrajectory:
                 )
             self.store.remove_subtree(head)
             del self._messages[self._turn_starts.pop() :]
-            self._ids = self.store.path_ids(event.parent_id) if event.parent_id is not None else array("i")
-        self.store.add(event)
+            self._path.pop()
+            self._parts = path_parts(self._path)
+        node = self.store.add(event)
+        extend_parts(self._parts, self._path[-1].path_length if self._path else 0, node)
+        self._path.append(node)
         self._turn_starts.append(len(self._messages))
         self._messages.extend(event.request_messages)
         self._messages.append(event.assistant)
-        del self._ids[event.kept_parent_ids :]
-        self._ids.extend(event.prompt_ids)
-        self._ids.extend(event.output_ids)
         self._head = event.node_id
         self.version += 1
 
     def path_ids(self, node_id: int) -> array[int]:
-        return array("i", self._ids) if node_id == self._head else self.store.path_ids(node_id)
+        return joined_ids(self._parts) if node_id == self._head else self.store.path_ids(node_id)
 
     def messages(self) -> list[Message]:
         """The head path's conversation (a copy)."""
@@ -185,7 +199,7 @@ class LinearTrajectory:
 
     def turns(self) -> list[TurnCommitted]:
         """The committed turns on the path, first to last."""
-        return [] if self._head is None else [node.turn for node in self.store.path(self._head)]
+        return [node.turn for node in self._path]
 
     def describe(self) -> Mapping[str, Any]:
         turns = self.turns()
@@ -204,6 +218,6 @@ class LinearTrajectory:
             ],
             "messages": len(self._messages),
             "conversation": list(self._messages),
-            "tokens": len(self._ids),
+            "tokens": self._path[-1].path_length if self._path else 0,
             "sampled_tokens": sum(len(turn.output_ids) for turn in turns),
         }

@@ -10,8 +10,9 @@ Imports nothing from tito but errors and trajectory.events.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from tito.errors import TitoError
 from tito.trajectory.events import Message, TurnCommitted
@@ -23,7 +24,7 @@ class TrajectoryIntegrityError(TitoError):
     http_status = 500
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     turn: TurnCommitted
     children: list[int] = field(default_factory=list)
@@ -61,6 +62,50 @@ class PathSequence:
     logprobs: array[float]
     spans: tuple[SampledSpan, ...]
     """One per node on the path, root first; a span shortened by a later junction keeps its shorter extent."""
+
+
+IdParts: TypeAlias = "list[array[int]]"
+"""A path's ids as the arrays that hold them, in order: each node's own prompt and sampled arrays (references, not
+copies), or a copy of the part a later junction kept of one (a few sampled ids). Joined in one allocation."""
+
+
+def path_parts(path: Sequence[Node]) -> IdParts:
+    """The parts of a path's ids (its nodes, root first): each node's own ids after those it keeps of its parent's,
+    found walking back from the tip (a later junction may drop trailing ids of earlier nodes)."""
+    parts: IdParts = []
+    limit: int | None = None
+    for node in reversed(path):
+        turn = node.turn
+        start = turn.kept_parent_ids
+        count = node.path_length - start if limit is None else min(limit, node.path_length) - start
+        prompt, output = turn.prompt_ids, turn.output_ids
+        if count > len(prompt):
+            parts.append(output if count >= len(prompt) + len(output) else output[: count - len(prompt)])
+        if count > 0:
+            parts.append(prompt if count >= len(prompt) else prompt[:count])
+        limit = start if limit is None else min(limit, start)
+    parts.reverse()
+    return parts
+
+
+def extend_parts(parts: IdParts, length: int, node: Node) -> None:
+    """Extend the parts of a path of `length` ids by `node`, a child of its tip: its kept ids, then its own."""
+    drop = length - node.turn.kept_parent_ids
+    while drop > 0:
+        last = parts.pop()
+        if len(last) > drop:
+            parts.append(last[: len(last) - drop])
+        drop -= len(last)
+    parts.append(node.turn.prompt_ids)
+    parts.append(node.turn.output_ids)
+
+
+def joined_ids(parts: IdParts) -> array[int]:
+    """A new array of the parts' ids: one join and one copy into the array, whatever the number of parts (an
+    `extend` per part grew the array by 1/16 each time: 0.2-0.5 ms at 32k ids over 40-300 turns)."""
+    ids: array[int] = array("i")
+    ids.frombytes(b"".join(parts))
+    return ids
 
 
 class NodeStore:
@@ -167,13 +212,7 @@ class NodeStore:
 
     def path_ids(self, node_id: int) -> array[int]:
         """The node's ids: its full prompt, then its sampled ids."""
-        ids: array[int] = array("i")
-        for node in self.path(node_id):
-            turn = node.turn
-            del ids[turn.kept_parent_ids :]
-            ids.extend(turn.prompt_ids)
-            ids.extend(turn.output_ids)
-        return ids
+        return joined_ids(path_parts(self.path(node_id)))
 
     def path_sequence(self, node_id: int) -> PathSequence:
         """The path's ids, loss mask, logprobs and per-node sampled spans: what a sample is assembled from."""

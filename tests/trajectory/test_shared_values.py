@@ -1,0 +1,78 @@
+"""Tools and repeated metadata are stored once: equal values (as JSON too) become one object, others stay apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from typing import Any
+
+import orjson
+
+from tito.journal.codec import decode_event, encode_event
+from tito.trajectory.episode import Episode
+from tito.trajectory.events import SessionConfig, TurnCommitted
+from tito.trajectory.shared_values import SharedValues
+
+TOOLS = ({"type": "function", "function": {"name": "run", "parameters": {"type": "object", "default": 1}}},)
+
+
+def turn(node_id: int, tools: Any = TOOLS, **metadata: Any) -> TurnCommitted:
+    """A fresh turn whose tools and metadata are new objects each time, as a parsed request gives."""
+    return TurnCommitted(
+        "s", node_id, None if node_id == 0 else node_id - 1, 0 if node_id == 0 else 3,
+        ({"role": "user", "content": f"u{node_id}"},), tuple(orjson.loads(orjson.dumps(tools))),
+        array("i", [1, 2]), array("i", [3]), array("f", [-0.5]), {"role": "assistant", "content": "a"}, "stop",
+        f"chatcmpl-{node_id}", f"fp{node_id}", orjson.loads(orjson.dumps({"sampling": {"top_p": 1.0}, **metadata})),
+        0.0,
+    )  # fmt: skip
+
+
+def test_equal_tools_and_metadata_containers_become_the_object_already_held() -> None:
+    shared = SharedValues()
+    first, second = shared.share(turn(0)), shared.share(turn(1))
+    assert second.tools is first.tools
+    assert second.metadata["sampling"] is first.metadata["sampling"]
+    assert second == turn(1), "the shared turn is equal to the one given"
+
+
+def test_values_equal_in_python_but_not_as_json_stay_apart() -> None:
+    shared = SharedValues()
+    held = shared.share(turn(0))
+    as_float = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "parameters": {"type": "object", "default": 1.0}}}]
+    other = shared.share(turn(1, tools=as_float))
+    assert other.tools == held.tools and other.tools is not held.tools  # 1 == 1.0, but the JSON differs
+    assert orjson.dumps(other.tools) != orjson.dumps(held.tools)
+    zero, negative = shared.value([0.0]), shared.value([-0.0])
+    assert negative is not zero and math.copysign(1, negative[0]) == -1
+    nan = [float("nan")]
+    assert shared.value(nan) is nan and shared.value([float("nan")]) is not nan  # a NaN equals nothing
+
+
+def test_an_episode_live_and_replayed_holds_one_tools_object_for_all_its_turns() -> None:
+    live = Episode(SessionConfig())
+    events = [turn(0), turn(1), turn(2)]
+    for event in events:
+        live.apply(event)
+    stored = [node.turn for node in live.store]
+    assert all(stored_turn.tools is stored[0].tools for stored_turn in stored)
+    assert stored == events
+    replayed = Episode(SessionConfig())
+    for event in events:
+        replayed.apply(decode_event(*encode_event(event)))
+    assert [node.turn for node in replayed.store] == stored
+    assert [encode_event(node.turn) for node in replayed.store] == [encode_event(event) for event in events]
+
+
+def test_the_table_is_bounded_and_a_value_that_left_stays_with_its_turns() -> None:
+    shared = SharedValues(kept=2)
+    first = shared.value(["a"])
+    shared.value(["b"]), shared.value(["c"])
+    assert shared.value(["a"]) is not first, "the least recently used value left the table"
+    assert first == ["a"]
+
+
+def test_a_turn_with_nothing_to_share_is_returned_as_given() -> None:
+    shared = SharedValues()
+    event = dataclasses.replace(turn(0), tools=None, metadata={"prompt_tokens": 3})
+    assert shared.share(event) is event
