@@ -24,8 +24,8 @@ from tito.errors import TitoError
 from tito.server.access_log import AccessLogMiddleware
 from tito.server.completions import (
     complete_turn,
-    parse_chat_request,
     prepare_turn,
+    read_chat_body,
     reply_body,
 )
 from tito.server.dialects.routes import register_dialect_routes
@@ -192,8 +192,9 @@ def create_app(state: ServerState) -> FastAPI:
         started = time.monotonic()
         session = registry.get(session_id)
         body = await read_body(request, options.max_body_bytes)
-        chat = parse_chat_request(body)
-        key = request_key(body, request.headers)
+        read = read_chat_body(session, body)
+        chat = read.request
+        key = request_key(body, request.headers, read.digest)
         lineage = lineage_of(request.headers, chat.messages)
         prepared = await prepare_turn(state, session, chat, key.fingerprint, key.is_retry, lineage)
         if chat.stream:

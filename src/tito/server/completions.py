@@ -34,6 +34,7 @@ from tito.server.lineage import asks_structured_output
 from tito.server.logprobs import requested_top_logprobs
 from tito.server.models import ChatCompletionRequest
 from tito.server.resends import count_resend
+from tito.server.resent_prefix import ReadBody, ResentPrefix
 from tito.server.sessions import Session
 from tito.server.state import ServerState
 from tito.tokenizer import TitoTokenizer
@@ -71,6 +72,25 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
     if request.n is not None and request.n > 1:
         raise BadRequestError(f"n={request.n}: a session records one trajectory, so n must be 1")
     return request
+
+
+def read_chat_body(session: Session, body: bytes) -> ReadBody[ChatCompletionRequest]:
+    """The chat request of a turn body and its digest, read from the session's previous chat body's prefix when it
+    is one (server.resent_prefix: only the new messages parsed and validated)."""
+    prefix = session.resent_bodies.get("chat")
+    if prefix is None:
+        prefix = session.resent_bodies["chat"] = ResentPrefix(
+            "messages", parse_chat_request, _messages_of, _with_messages
+        )
+    return prefix.read(body)
+
+
+def _messages_of(request: ChatCompletionRequest) -> list[Any]:
+    return request.messages
+
+
+def _with_messages(request: ChatCompletionRequest, messages: list[Any]) -> ChatCompletionRequest:
+    return request.model_copy(update={"messages": messages})
 
 
 @dataclass(frozen=True)

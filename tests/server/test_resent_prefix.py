@@ -1,0 +1,89 @@
+"""A resent body read from the previous body's prefix gives the request and digest a whole read gives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from typing import Any
+
+import pytest
+
+from tito.server.completions import parse_chat_request
+from tito.server.errors import BadRequestError
+from tito.server.models import ChatCompletionRequest
+from tito.server.resent_prefix import ResentPrefix
+
+
+def reader() -> ResentPrefix[ChatCompletionRequest]:
+    return ResentPrefix(
+        "messages", parse_chat_request, lambda r: r.messages, lambda r, m: r.model_copy(update={"messages": m})
+    )
+
+
+def check(prefix: ResentPrefix[ChatCompletionRequest], body: bytes, from_prefix: bool) -> ChatCompletionRequest:
+    read = prefix.read(body)
+    whole = parse_chat_request(body)
+    assert read.from_prefix is from_prefix
+    assert read.request.model_dump() == whole.model_dump()
+    assert read.digest.hexdigest() == hashlib.blake2b(body, digest_size=16).hexdigest()
+    return read.request
+
+
+def body(messages: list[dict[str, Any]], indent: int | None = None, **fields: Any) -> bytes:
+    return json.dumps({"model": "m", "messages": messages, **fields}, indent=indent, ensure_ascii=False).encode()
+
+
+def turns(count: int) -> list[dict[str, Any]]:
+    rng = random.Random(count)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief. ü ✓ 漢字"}]
+    for turn in range(count):
+        messages.append({"role": "user", "content": f"step {turn} " + "x" * rng.randrange(0, 50) + " ✓"})
+        messages.append({"role": "assistant", "content": f"done {turn}", "extra": {"n": [1, 2.5, None]}})
+    return messages
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_growing_conversation_is_read_from_the_previous_bodys_prefix(indent: int | None) -> None:
+    prefix = reader()
+    tools = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]
+    messages = turns(12)
+    for count in range(1, 12):
+        check(prefix, body(messages[: 2 * count], indent, tools=tools, stream=True), count > 1)
+
+
+def test_the_same_body_again_reads_as_before_and_a_changed_field_reads_whole() -> None:
+    prefix = reader()
+    first = check(prefix, body(turns(3)), False)
+    assert check(prefix, body(turns(3)), True) is first
+    check(prefix, body(turns(3), temperature=0.5), False)
+
+
+def test_rewritten_last_messages_read_from_the_first_rewritten_one() -> None:
+    """Claude Code moves its cache marks on the last messages each turn: the bytes part a few elements back."""
+    prefix = reader()
+    messages = turns(6)
+    check(prefix, body(messages), False)
+    messages[-1] = {**messages[-1], "cache_control": {"type": "ephemeral"}}
+    messages[-3] = {**messages[-3], "content": "rewritten"}
+    check(prefix, body([*messages, {"role": "user", "content": "next"}]), True)
+
+
+def test_a_changed_early_message_or_a_shorter_conversation_is_read_whole() -> None:
+    prefix = reader()
+    messages = turns(8)
+    check(prefix, body(messages), False)
+    changed = [{"role": "system", "content": "Other."}, *messages[1:], {"role": "user", "content": "go"}]
+    check(prefix, body(changed), False)
+    check(prefix, body(changed[:5]), False)
+
+
+def test_an_invalid_new_message_is_refused_naming_its_place_in_the_whole_array() -> None:
+    prefix = reader()
+    messages = turns(4)
+    check(prefix, body(messages), False)
+    with pytest.raises(BadRequestError, match=r"messages\[9\]"):
+        prefix.read(body([*messages, "not an object"]))
+    with pytest.raises(BadRequestError):
+        prefix.read(body(messages)[:-3] + b",{]}")
+    check(prefix, body([*messages, {"role": "user", "content": "ok"}]), True)
