@@ -200,30 +200,37 @@ class Turns:
     prompt_tokens: list[int] = field(default_factory=list)
 
 
-async def drive(port: int, pid: int, dialect: Dialect, stream: bool, outputs: list[int], measure_from: int) -> Turns:
-    """One session: a turn per entry of `outputs` (the chars of the tool output appended after it); the turns from
-    `measure_from` on are measured."""
-    connection = RawConnection(port)
-    turns = Turns()
+async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], stream: bool, outputs: list[int],
+                measure_from: int) -> list[Turns]:  # fmt: skip
+    """One session on each server (port, pid), driven in lockstep (each turn on every server in turn, so a change
+    of the machine's load falls on all alike): a turn per entry of `outputs` (the chars of the tool output appended
+    after it); the turns from `measure_from` on are measured."""
+    connections = [RawConnection(port) for port, _ in servers]
+    measured = [Turns() for _ in servers]
     try:
-        status, body = await connection.request("POST", "/sessions")
-        path = f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}"
+        paths = []
+        for connection, dialect in zip(connections, dialects, strict=True):
+            _, body = await connection.request("POST", "/sessions")
+            paths.append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
         for turn, chars in enumerate(outputs):
-            payload = dialect.body(stream)
-            before = cpu_ns(pid)
-            status, body = await connection.request("POST", path, payload)
-            after = cpu_ns(pid)
-            if status != 200:
-                raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
-            call_id, prompt = dialect.take_reply(body, stream)
-            if turn >= measure_from:
-                turns.cpu_ms.append((after[0] - before[0]) / 1e6)
-                turns.runqueue_ms.append((after[1] - before[1]) / 1e6)
-                turns.prompt_tokens.append(prompt)
-            dialect.add_output(call_id, tool_output(turn, turn, chars))
+            for (_, pid), connection, path, dialect, turns in zip(servers, connections, paths, dialects, measured,
+                                                                  strict=True):  # fmt: skip
+                payload = dialect.body(stream)
+                before = cpu_ns(pid)
+                status, body = await connection.request("POST", path, payload)
+                after = cpu_ns(pid)
+                if status != 200:
+                    raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
+                call_id, prompt = dialect.take_reply(body, stream)
+                if turn >= measure_from:
+                    turns.cpu_ms.append((after[0] - before[0]) / 1e6)
+                    turns.runqueue_ms.append((after[1] - before[1]) / 1e6)
+                    turns.prompt_tokens.append(prompt)
+                dialect.add_output(call_id, tool_output(turn, turn, chars))
     finally:
-        await connection.close()
-    return turns
+        for connection in connections:
+            await connection.close()
+    return measured
 
 
 def access_tito_ms(log: Path, count: int) -> list[float]:
@@ -236,12 +243,19 @@ def access_tito_ms(log: Path, count: int) -> list[float]:
 
 
 @contextlib.contextmanager
-def tito_server(source: Path, engine_port: int, family: str, log: Path) -> Iterator[tuple[int, int]]:
-    port = free_port()
-    command = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", "sglang",
-               "--engine-url", f"http://127.0.0.1:{engine_port}", "--port", str(port)]  # fmt: skip
-    with process(command, port, "/health", source, log=log) as child:
-        yield port, child.pid
+def tito_servers(
+    sources: list[Path], engine_port: int, family: str, logs: list[Path]
+) -> Iterator[list[tuple[int, int]]]:
+    """`tito serve` from each source tree, each its own process: (port, pid) of each."""
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for source, log in zip(sources, logs, strict=True):
+            port = free_port()
+            command = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", "sglang",
+                       "--engine-url", f"http://127.0.0.1:{engine_port}", "--port", str(port)]  # fmt: skip
+            child = stack.enter_context(process(command, port, "/health", source, log=log))
+            servers.append((port, child.pid))
+        yield servers
 
 
 def median(values: list[float]) -> float:
@@ -252,7 +266,8 @@ def sized_outputs(tokens: int, measured: int, chars_per_token: float) -> tuple[l
     """Tool outputs (chars) that grow the history to `tokens - measured/2 * 1k`, then `measured` ~1k-token ones."""
     step = int(1000 * chars_per_token)
     start = max(tokens - measured * 1000 // 2, 1500)
-    growth = [int(4000 * chars_per_token)] * max((start - 1000) // 4000, 0)
+    growth = [int(4000 * chars_per_token)] * max((start - 500) // 4000, 0)
+    growth.append(int((start - 500 - 4000 * len(growth)) * chars_per_token))
     return [*growth, *([step] * (measured + 1))], len(growth) + 1
 
 
@@ -270,26 +285,24 @@ def agent_outputs(tokens: int, chars_per_token: float, rng: random.Random) -> li
 def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
               logs: Path) -> None:  # fmt: skip
     print("median CPU ms per turn (the access log's tito_ms, ms waiting for a CPU) per source tree")
-    print(f"{'config':34}" + "".join(f"{str(s)[-28:]:>30}" for s in sources) + "   ratio (last/first)")
+    print(f"{'config':26}" + "".join(f"{str(s)[-28:]:>30}" for s in sources) + "   ratio (last/first)")
     tools = tool_schemas(1, random.Random(0))
     for tokens in args.tokens:
         outputs, measure_from = sized_outputs(tokens, args.measured, chars_per_token)
         for name in args.dialects:
             for stream in (False, True):
+                files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index in range(len(sources))]
+                with tito_servers(sources, engine_port, args.family, files) as servers:
+                    dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in sources]
+                    measured = asyncio.run(drive(servers, dialects, stream, outputs, measure_from))
+                time.sleep(0.2)
                 cells, medians = [], []
-                for index, source in enumerate(sources):
-                    log = logs / f"{name}-{stream}-{tokens}-{index}.log"
-                    with tito_server(source, engine_port, args.family, log) as (port, pid):
-                        dialect = DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools)
-                        turns = asyncio.run(drive(port, pid, dialect, stream, outputs, measure_from))
-                    time.sleep(0.2)
+                for turns, log in zip(measured, files, strict=True):
                     logged = access_tito_ms(log, len(turns.cpu_ms))
-                    cpu = median(turns.cpu_ms)
-                    medians.append(cpu)
-                    waited = median(turns.runqueue_ms)
-                    cells.append(f"{cpu:6.2f} ms ({median(logged):5.2f}, {waited:5.2f})")
-                label = f"{name} {'streamed' if stream else 'whole'} ~{median(turns.prompt_tokens) / 1000:.0f}k"
-                print(f"{label:34}" + "".join(f"{c:>30}" for c in cells) + f"   {medians[-1] / medians[0]:.2f}",
+                    medians.append(median(turns.cpu_ms))
+                    cells.append(f"{medians[-1]:6.2f} ms ({median(logged):5.2f}, {median(turns.runqueue_ms):5.2f})")
+                label = f"{name} {'streamed' if stream else 'whole'} ~{median(measured[0].prompt_tokens) / 1000:.0f}k"
+                print(f"{label:26}" + "".join(f"{c:>30}" for c in cells) + f"   {medians[-1] / medians[0]:.2f}",
                       flush=True)  # fmt: skip
 
 
@@ -303,12 +316,13 @@ def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, c
     print(f"\nagent-shaped: streamed, 25 tools, {len(system)} chars of system prompt, {len(outputs)} turns to "
           f"~{args.agent_tokens} tokens; median CPU ms per turn (and access-log tito_ms) per history band")  # fmt: skip
     for name in args.dialects:
-        for index, source in enumerate(sources):
-            log = logs / f"agent-{name}-{index}.log"
-            with tito_server(source, engine_port, args.family, log) as (port, pid):
-                dialect = DIALECTS[name](system, "Fix the failing test in tests/unit and explain the cause.", tools)
-                turns = asyncio.run(drive(port, pid, dialect, True, outputs, 1))
-            time.sleep(0.2)
+        files = [logs / f"agent-{name}-{index}.log" for index in range(len(sources))]
+        with tito_servers(sources, engine_port, args.family, files) as servers:
+            user = "Fix the failing test in tests/unit and explain the cause."
+            dialects = [DIALECTS[name](system, user, tools) for _ in sources]
+            measured = asyncio.run(drive(servers, dialects, True, outputs, 1))
+        time.sleep(0.2)
+        for source, turns, log in zip(sources, measured, files, strict=True):
             logged = access_tito_ms(log, len(turns.cpu_ms))
             cells = []
             for low, high in bands:
@@ -330,7 +344,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="qwen3")
     parser.add_argument("--tokens", type=int, nargs="+", default=[8192, 32768])
-    parser.add_argument("--measured", type=int, default=9, help="measured turns per configuration")
+    parser.add_argument("--measured", type=int, default=15, help="measured turns per configuration")
     parser.add_argument("--dialects", nargs="+", choices=list(DIALECTS), default=list(DIALECTS))
     parser.add_argument("--old", metavar="REV", help="also run this git revision's src/ (first), side by side")
     parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC")

@@ -9,16 +9,14 @@ from typing import Any
 
 import pytest
 
-from tito.server.completions import parse_chat_request
+from tito.server.completions import chat_body_reader, parse_chat_request
 from tito.server.errors import BadRequestError
 from tito.server.models import ChatCompletionRequest
 from tito.server.resent_prefix import ResentPrefix
 
 
 def reader() -> ResentPrefix[ChatCompletionRequest]:
-    return ResentPrefix(
-        "messages", parse_chat_request, lambda r: r.messages, lambda r, m: r.model_copy(update={"messages": m})
-    )
+    return chat_body_reader()
 
 
 def check(prefix: ResentPrefix[ChatCompletionRequest], body: bytes, from_prefix: bool) -> ChatCompletionRequest:
@@ -57,6 +55,7 @@ def test_the_same_body_again_reads_as_before_and_a_changed_field_reads_whole() -
     first = check(prefix, body(turns(3)), False)
     assert check(prefix, body(turns(3)), True) is first
     check(prefix, body(turns(3), temperature=0.5), False)
+    check(prefix, body([*turns(3), {"role": "user", "content": "more"}], temperature=0.7, tools=[]), True)
 
 
 def test_rewritten_last_messages_read_from_the_first_rewritten_one() -> None:

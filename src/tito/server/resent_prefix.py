@@ -48,6 +48,8 @@ class _Last:
     body: bytes
     array_open: int
     """Byte offset just after the array's `[`."""
+    close: int
+    """Byte offset of the array's `]`: what follows it (the request's later fields) is the rest."""
     marks: tuple[_Mark, ...]
     """The last KEPT element ends (or the array's opening when it is empty), in order."""
     elements: list[Any]
@@ -67,18 +69,22 @@ class ReadBody(Generic[Request]):
 class ResentPrefix(Generic[Request]):
     """One route's previous body on one session, and reading the next body from where they part.
 
-    `validate` parses and validates a whole body (raising the route's error for a bad one); `elements` and
-    `with_elements` read and set the validated request's conversation array."""
+    `validate` parses and validates a whole body (raising the route's error for a bad one), `validate_elements`
+    a JSON array of elements alone (used when the fields after the array are the previous body's bytes too: the
+    request's other fields are then the previous request's); `elements` and `with_elements` read and set the
+    validated request's conversation array."""
 
     def __init__(
         self,
         key: str,
         validate: Callable[[bytes], Request],
+        validate_elements: Callable[[bytes], list[Any]],
         elements: Callable[[Request], list[Any]],
         with_elements: Callable[[Request, list[Any]], Request],
     ) -> None:
         self.key = key
         self.validate = validate
+        self.validate_elements = validate_elements
         self.elements = elements
         self.with_elements = with_elements
         self._last: _Last | None = None
@@ -113,17 +119,22 @@ class ResentPrefix(Generic[Request]):
             digest.update(memoryview(body)[mark.offset :])
             return ReadBody(last.request, digest, True)
         first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
+        same_rest = memoryview(body)[close_at:] == memoryview(last.body)[last.close :]
         try:
-            new = self.validate(body[: last.array_open] + body[first:close_at] + body[close_at:])
+            if same_rest:
+                elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close_at] + b"]")
+                request = self.with_elements(last.request, elements)
+            else:
+                new = self.validate(body[: last.array_open] + body[first:close_at] + body[close_at:])
+                elements = last.elements[: mark.count] + self.elements(new)
+                request = self.with_elements(new, elements)
         except Exception:
             return None
-        elements = last.elements[: mark.count] + self.elements(new)
-        request = self.with_elements(new, elements)
-        digest = mark.digest.copy()
-        digest.update(memoryview(body)[mark.offset :])
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
-        self._last = _Last(body, last.array_open, marks, elements, request)
+        digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
+        digest.update(memoryview(body)[marks[-1].offset :])
+        self._last = _Last(body, last.array_open, close_at, marks, elements, request)
         return ReadBody(request, digest, True)
 
 
@@ -141,16 +152,16 @@ def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last |
     """The marks of a body read whole; None when its array cannot be found (the next body is read whole too)."""
     try:
         text = body.decode()
-        opened, ends, _ = _find_array(text, key)
+        opened, ends, close = _find_array(text, key)
     except (ValueError, UnicodeDecodeError):
         return None
     if len(ends) != len(elements):
         return None
     candidates = [(opened, 0), *((end, count + 1) for count, end in enumerate(ends))][-KEPT:]
-    array_open, *offsets = _byte_offsets(text, [opened, *(position for position, _ in candidates)], 0)
+    array_open, *offsets, close_at = _byte_offsets(text, [opened, *(position for position, _ in candidates), close], 0)
     first = _Mark(offsets[0], candidates[0][1], hashlib.blake2b(memoryview(body)[: offsets[0]], digest_size=16))
     later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
-    return _Last(body, array_open, _extend([first], body, later), elements, request)
+    return _Last(body, array_open, close_at, _extend([first], body, later), elements, request)
 
 
 def _byte_offsets(text: str, positions: list[int], base: int) -> list[int]:
