@@ -302,7 +302,8 @@ class TurnTiming:
     started: float
     """When the request arrived (before its body was read)."""
     engine_seconds: float
-    """The engine call's wall time: from the request leaving to the last id (a stream's end), on tito's clock."""
+    """The engine call's wall time on tito's clock: from the request leaving to the last id; a stream's, the sum of
+    the waits for its chunks (tito's work on each chunk is not the engine's)."""
 
 
 async def finish_turn(
