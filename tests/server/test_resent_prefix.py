@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tito.server.completions import chat_body_reader, parse_chat_request
+from tito.server.dialects import anthropic, responses
 from tito.server.errors import BadRequestError
 from tito.server.models import ChatCompletionRequest
 from tito.server.resent_prefix import ResentPrefix
@@ -86,3 +87,23 @@ def test_an_invalid_new_message_is_refused_naming_its_place_in_the_whole_array()
     with pytest.raises(BadRequestError):
         prefix.read(body(messages)[:-3] + b",{]}")
     check(prefix, body([*messages, {"role": "user", "content": "ok"}]), True)
+
+
+def test_anthropic_and_responses_bodies_are_read_from_the_previous_ones_prefix_too() -> None:
+    conversation = turns(6)
+    anthropic_reader, responses_reader = anthropic.body_reader(), responses.body_reader()
+    for count in range(1, 6):
+        messages = [m for m in conversation[1 : 2 * count] if m["role"] in ("user", "assistant")]
+        messages = [{"role": m["role"], "content": m["content"]} for m in messages]
+        asked = json.dumps({"model": "m", "max_tokens": 64, "messages": messages, "stream": True}).encode()
+        read = anthropic_reader.read(asked)
+        assert read.from_prefix is (count > 1)
+        assert read.request.model_dump() == anthropic.parse_request(asked).model_dump()
+        assert read.digest.hexdigest() == hashlib.blake2b(asked, digest_size=16).hexdigest()
+        asked = json.dumps({"model": "m", "input": messages, "instructions": "Be brief."}).encode()
+        read = responses_reader.read(asked)
+        assert read.from_prefix is (count > 1)
+        assert read.request.model_dump() == responses.parse_request(asked).model_dump()
+    assert not responses_reader.read(b'{"input": "a string"}').from_prefix
+    with pytest.raises(BadRequestError, match="max_tokens"):
+        anthropic_reader.read(json.dumps({"messages": [*messages, {"role": "user", "content": "x"}]}).encode())

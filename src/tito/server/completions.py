@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from starlette.types import Receive
 
 from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Generation, SamplingParams
@@ -32,7 +32,7 @@ from tito.server.aborting import TurnWatch
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
 from tito.server.lineage import asks_structured_output
 from tito.server.logprobs import requested_top_logprobs
-from tito.server.models import ChatCompletionRequest, JsonObject, RequestModel
+from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.resends import count_resend
 from tito.server.resent_prefix import ReadBody, ResentPrefix
 from tito.server.sessions import Session
@@ -85,15 +85,7 @@ def read_chat_body(session: Session, body: bytes) -> ReadBody[ChatCompletionRequ
 
 def chat_body_reader() -> ResentPrefix[ChatCompletionRequest]:
     """Chat bodies read from the previous one's prefix: `messages` is the conversation array."""
-    return ResentPrefix("messages", parse_chat_request, _validate_messages, _messages_of, _with_messages)
-
-
-_MESSAGES = TypeAdapter(list[JsonObject], config=RequestModel.model_config)
-
-
-def _validate_messages(array: bytes) -> list[Any]:
-    """Messages alone, validated as `ChatCompletionRequest.messages` is."""
-    return _MESSAGES.validate_json(array)
+    return ResentPrefix("messages", parse_chat_request, json_objects, _messages_of, _with_messages)
 
 
 def _messages_of(request: ChatCompletionRequest) -> list[Any]:

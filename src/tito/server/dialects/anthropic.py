@@ -17,7 +17,8 @@ Reply: content blocks built from the assistant message's deltas by `Blocks`, the
 (signed), `text`, `tool_use` (`id` is the stored tool-call id, `input` the model's own arguments parsed).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+server.dialects.signing, server.errors, server.models, server.resent_prefix, server.sessions, server.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ from tito.server.models import (
     TokenLimit,
     TopK,
     TopP,
+    json_objects,
 )
+from tito.server.resent_prefix import ResentPrefix
 from tito.server.sessions import Session
 from tito.server.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -98,6 +101,19 @@ def parse_request(body: bytes, needs_max_tokens: bool = True) -> AnthropicReques
     if needs_max_tokens and request.max_tokens is None:
         raise BadRequestError("max_tokens: required (the most tokens to sample)")
     return request
+
+
+def body_reader() -> ResentPrefix[AnthropicRequest]:
+    """Turn bodies read from the previous one's prefix (server.resent_prefix): `messages` is the conversation."""
+    return ResentPrefix("messages", parse_request, json_objects, _messages_of, _with_messages)
+
+
+def _messages_of(request: AnthropicRequest) -> list[Any]:
+    return request.messages
+
+
+def _with_messages(request: AnthropicRequest, messages: list[Any]) -> AnthropicRequest:
+    return request.model_copy(update={"messages": messages})
 
 
 def chat_request(

@@ -23,7 +23,8 @@ Reply: output items built from the assistant message's deltas by `Items`, the sa
 came in a namespace tool).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions, server.streaming, trajectory.events.
+server.dialects.signing, server.errors, server.models, server.resent_prefix, server.sessions, server.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ from tito.server.models import (
     Temperature,
     TokenLimit,
     TopP,
+    json_objects,
 )
+from tito.server.resent_prefix import ResentPrefix
 from tito.server.sessions import Session
 from tito.server.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -116,6 +119,20 @@ def parse_request(body: bytes) -> ResponsesRequest:
     if text_format["type"] == "json_schema" and not isinstance(text_format.get("schema"), dict):
         raise BadRequestError("text.format.schema: required with json_schema, a JSON schema object")
     return request
+
+
+def body_reader() -> ResentPrefix[ResponsesRequest]:
+    """Turn bodies read from the previous one's prefix (server.resent_prefix): `input` is the conversation (a
+    string `input` is read whole)."""
+    return ResentPrefix("input", parse_request, json_objects, _input_items, _with_input)
+
+
+def _input_items(request: ResponsesRequest) -> list[Any]:
+    return request.input if isinstance(request.input, list) else []
+
+
+def _with_input(request: ResponsesRequest, items: list[Any]) -> ResponsesRequest:
+    return request.model_copy(update={"input": items})
 
 
 def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:

@@ -5,7 +5,8 @@ committed turn back; every error leaves in the dialect's own shape. `HEAD` on a 
 connectivity probe agents send first.
 
 Imports from tito: errors, server.completions, server.dialects, server.errors, server.lineage, server.models,
-server.replies, server.retries, server.sessions, server.state, server.streaming, trajectory.events.
+server.replies, server.resent_prefix, server.retries, server.sessions, server.state, server.streaming,
+trajectory.events.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tito.server.errors import error_headers
 from tito.server.lineage import lineage_of
 from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
+from tito.server.resent_prefix import ReadBody, ResentPrefix
 from tito.server.retries import request_key, unmarked_key
 from tito.server.sessions import Session
 from tito.server.state import ServerState
@@ -56,6 +58,8 @@ class DialectTurn:
     """The whole reply of a committed turn."""
     recorded: Mapping[str, Any] = field(default_factory=dict)
     """What the turn records of the request beyond its prompt (its metadata), e.g. the hosted tools left out."""
+    digest: Any = None
+    """The body's blake2b, computed as it was read (server.resent_prefix)."""
 
 
 Translate = Callable[[bytes, Session], DialectTurn]
@@ -96,7 +100,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        key = request_key(body, request.headers)
+        key = request_key(body, request.headers, asked.digest)
         lineage = lineage_of(request.headers, asked.chat.messages)
         prepared = await prepare_turn(state, session, asked.chat, key.fingerprint, key.is_retry, lineage)
         if asked.stream:
@@ -106,8 +110,16 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
+    def read(session: Session, dialect: str, reader: Callable[[], ResentPrefix[Any]], body: bytes) -> ReadBody[Any]:
+        """The dialect's request read from the session's previous body of that dialect where it is its prefix."""
+        prefix = session.resent_bodies.get(dialect)
+        if prefix is None:
+            prefix = session.resent_bodies[dialect] = reader()
+        return prefix.read(body)
+
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
-        asked = anthropic.parse_request(body)
+        got = read(session, anthropic.DIALECT, anthropic.body_reader, body)
+        asked = got.request
         model = state.reply_model(asked.model)
         return DialectTurn(
             anthropic.chat_request(asked, session, signer, state.tokenizers.family),
@@ -118,10 +130,12 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
                 model, session.session_id, response_id, prompt_tokens, signer
             ),
             lambda turn: anthropic.message_body(turn, model, signer),
+            digest=got.digest,
         )
 
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
-        asked = responses.parse_request(body)
+        got = read(session, responses.DIALECT, responses.body_reader, body)
+        asked = got.request
         echo = responses.echo_fields(asked)
         model = state.reply_model(asked.model)
         tools = responses.request_tools(asked, session.config.hosted_tools)
@@ -133,6 +147,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
             lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer, tools),
             lambda turn: responses.response_body(turn, model, echo, signer, tools.namespaces),
             tools.recorded(),
+            got.digest,
         )
 
     async def probe(session_id: str) -> Response:
