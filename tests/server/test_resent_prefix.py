@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from tito.families import get_family
 from tito.server.completions import chat_body_reader, parse_chat_request
 from tito.server.dialects import anthropic, responses
+from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError
 from tito.server.models import ChatCompletionRequest
 from tito.server.resent_prefix import ResentPrefix
@@ -107,3 +110,21 @@ def test_anthropic_and_responses_bodies_are_read_from_the_previous_ones_prefix_t
     assert not responses_reader.read(b'{"input": "a string"}').from_prefix
     with pytest.raises(BadRequestError, match="max_tokens"):
         anthropic_reader.read(json.dumps({"messages": [*messages, {"role": "user", "content": "x"}]}).encode())
+
+
+def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_request() -> None:
+    session: Any = SimpleNamespace(translations={}, session_id="s")
+    signer = RoundTripSigner.for_journal(None)
+    family = get_family("qwen3")
+    reader = anthropic.body_reader()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
+    tools = [{"name": "run", "description": "Run a command.", "input_schema": {"type": "object"}}]
+    for turn in range(5):
+        asked = {"model": "m", "max_tokens": 64, "system": "Be brief.", "messages": messages, "tools": tools}
+        request = reader.read(json.dumps(asked).encode()).request
+        reused = anthropic.chat_request_reusing(request, session, signer, family)
+        assert reused.model_dump() == anthropic.chat_request(request, session, signer, family).model_dump()
+        call = {"type": "tool_use", "id": f"call-{turn}", "name": "run", "input": {"cmd": "pytest"}}
+        result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
+        messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    assert len(session.translations["anthropic"].ends) == len(messages) - 2

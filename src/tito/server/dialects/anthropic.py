@@ -24,6 +24,7 @@ trajectory.events.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -45,6 +46,7 @@ from tito.server.models import (
     TopK,
     TopP,
     json_objects,
+    json_objects_python,
 )
 from tito.server.resent_prefix import ResentPrefix
 from tito.server.sessions import Session
@@ -116,15 +118,72 @@ def _with_messages(request: AnthropicRequest, messages: list[Any]) -> AnthropicR
     return request.model_copy(update={"messages": messages})
 
 
-def chat_request(
+@dataclass(frozen=True)
+class Translated:
+    """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
+    from this one's body prefix (server.resent_prefix), holds the same message objects and fields, and only its
+    new messages are translated and validated."""
+
+    request: AnthropicRequest
+    chat: ChatCompletionRequest
+    ends: list[int]
+    """Per message of `request`, how many chat messages (the system prompt's included) it and those before make."""
+
+
+def chat_request_reusing(
     request: AnthropicRequest, session: Session, signer: RoundTripSigner, family: Family
 ) -> ChatCompletionRequest:
-    """The internal chat request the turn runs as."""
-    messages: list[dict[str, Any]] = []
-    system = _system_text(request.system)
-    if system is not None:
-        messages.append({"role": "system", "content": system})
-    for index, message in enumerate(request.messages):
+    """`chat_request`, reusing the session's previous translation for the leading messages the request shares
+    with it (the same objects) when its other fields are the previous request's too."""
+    previous = session.translations.get(DIALECT)
+    kept = _kept(previous.request, request) if isinstance(previous, Translated) else 0
+    if isinstance(previous, Translated) and kept > 0:
+        new: list[dict[str, Any]] = []
+        ends = previous.ends[:kept]
+        try:
+            _translate(request.messages, kept, session, signer, new, ends, ends[-1])
+            checked = json_objects_python(new)
+        except (TitoError, ValidationError):
+            checked = None  # the whole translation names the error and its place
+        if checked is not None:
+            messages = previous.chat.messages[: ends[kept - 1]] + checked
+            chat = previous.chat.model_copy(update={"messages": messages})
+            session.translations[DIALECT] = Translated(request, chat, ends)
+            return chat
+    ends = []
+    chat = chat_request(request, session, signer, family, ends)
+    session.translations[DIALECT] = Translated(request, chat, ends)
+    return chat
+
+
+def _kept(previous: AnthropicRequest, request: AnthropicRequest) -> int:
+    """How many leading messages `request` shares with `previous` (the same objects), 0 unless every other
+    field is the same object too (a body read from the previous one's prefix)."""
+    if any(getattr(request, name) is not getattr(previous, name) for name in _OTHER_FIELDS):
+        return 0
+    if request.model_extra != previous.model_extra:
+        return 0
+    kept = 0
+    for mine, theirs in zip(request.messages, previous.messages, strict=False):
+        if mine is not theirs:
+            break
+        kept += 1
+    return kept
+
+
+def _translate(
+    source: list[dict[str, Any]],
+    first: int,
+    session: Session,
+    signer: RoundTripSigner,
+    messages: list[dict[str, Any]],
+    ends: list[int],
+    before: int,
+) -> None:
+    """Translate `source[first:]` onto `messages`, noting in `ends` the chat message count after each (from
+    `before`)."""
+    for index in range(first, len(source)):
+        message = source[index]
         where = f"messages[{index}]"
         role, content = message.get("role"), message.get("content")
         if role == "user":
@@ -135,6 +194,22 @@ def chat_request(
             messages.append({"role": "system", "content": _system_text(content, f"{where}.content") or ""})
         else:
             raise BadRequestError(f"{where}.role: must be 'user', 'assistant' or 'system', not {role!r}")
+        ends.append(before + len(messages))
+
+
+def chat_request(
+    request: AnthropicRequest,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    ends: list[int] | None = None,
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as; `ends` gets, per message, the chat message count up to it."""
+    messages: list[dict[str, Any]] = []
+    system = _system_text(request.system)
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    _translate(request.messages, 0, session, signer, messages, ends if ends is not None else [], 0)
     body: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_tokens,
@@ -155,6 +230,9 @@ def chat_request(
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:
         raise validation_error(exc, "request (translated to a chat request)") from None
+
+
+_OTHER_FIELDS = tuple(name for name in AnthropicRequest.model_fields if name != "messages")
 
 
 def _system_text(system: Any, where: str = "system") -> str | None:

@@ -122,7 +122,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         asked = got.request
         model = state.reply_model(asked.model)
         return DialectTurn(
-            anthropic.chat_request(asked, session, signer, state.tokenizers.family),
+            anthropic.chat_request_reusing(asked, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "msg",
             anthropic.DIALECT,
