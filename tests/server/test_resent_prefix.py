@@ -128,3 +128,25 @@ def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_r
         result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
         messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
     assert len(session.translations["anthropic"].ends) == len(messages) - 2
+
+
+def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assistant_turn() -> None:
+    session: Any = SimpleNamespace(translations={}, session_id="s")
+    signer = RoundTripSigner.for_journal(None)
+    family = get_family("qwen3")
+    reader = responses.body_reader()
+    tools = [{"type": "function", "name": "run", "parameters": {"type": "object"}}]
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
+    for turn in range(5):
+        asked = {"model": "m", "instructions": "Be brief.", "input": items, "tools": tools}
+        request = reader.read(json.dumps(asked).encode()).request
+        request_tools = responses.request_tools(request, "drop")
+        reused = responses.chat_request_reusing(request, request_tools, session, signer, family)
+        whole = responses.chat_request(request, request_tools, session, signer, family)
+        assert reused.model_dump() == whole.model_dump()
+        said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]}
+        call = {"type": "function_call", "call_id": f"c{turn}", "name": "run", "arguments": '{"cmd": "pytest"}'}
+        output = {"type": "function_call_output", "call_id": f"c{turn}", "output": "1 failed ✓"}
+        # a turn's assistant items (text, then a call) are one chat message: a resend that stopped after the text
+        # must not reuse a translation cut inside it
+        items = [*items, said, call, output] if turn % 2 else [*items, said]

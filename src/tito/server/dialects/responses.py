@@ -51,6 +51,7 @@ from tito.server.models import (
     TokenLimit,
     TopP,
     json_objects,
+    json_objects_python,
 )
 from tito.server.resent_prefix import ResentPrefix
 from tito.server.sessions import Session
@@ -135,6 +136,9 @@ def _with_input(request: ResponsesRequest, items: list[Any]) -> ResponsesRequest
     return request.model_copy(update={"input": items})
 
 
+_OTHER_FIELDS = tuple(name for name in ResponsesRequest.model_fields if name != "input")
+
+
 def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
     """`text.format` as chat's `response_format` (structured output: the engine's constrained decoding)."""
     text_format = (request.text or {}).get("format") or {"type": "text"}
@@ -210,17 +214,83 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
     return RequestTools(chat, namespaces, tuple(hosted))
 
 
-def chat_request(
+@dataclass(frozen=True)
+class Translated:
+    """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
+    from this one's body prefix (server.resent_prefix), holds the same item objects and fields, and only the items
+    after the last one that ends an assistant turn's grouping are translated and validated anew."""
+
+    request: ResponsesRequest
+    chat: ChatCompletionRequest
+    ends: list[int]
+    """Per input item, how many chat messages (instructions included) the items up to it make, where that item
+    closes every assistant message (a user, system or tool item); -1 elsewhere."""
+
+
+def chat_request_reusing(
     request: ResponsesRequest, tools: RequestTools, session: Session, signer: RoundTripSigner, family: Family
 ) -> ChatCompletionRequest:
-    """The internal chat request the turn runs as."""
+    """`chat_request`, reusing the session's previous translation for the leading items the request shares with
+    it (the same objects) when its other fields are the previous request's too."""
+    previous = session.translations.get(DIALECT)
+    kept = _kept(previous, request) if isinstance(previous, Translated) else 0
+    if isinstance(previous, Translated) and kept > 0 and isinstance(request.input, list):
+        ends = previous.ends[:kept]
+        new: list[dict[str, Any]] = []
+        try:
+            _Translation(session, signer, tools).messages(request.input, kept, new, ends, ends[-1])
+            checked = json_objects_python(new)
+        except (TitoError, ValidationError):
+            checked = None  # the whole translation names the error and its place
+        if checked is not None:
+            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + checked})
+            session.translations[DIALECT] = Translated(request, chat, ends)
+            return chat
+    ends = []
+    chat = chat_request(request, tools, session, signer, family, ends)
+    session.translations[DIALECT] = Translated(request, chat, ends)
+    return chat
+
+
+def _kept(previous: Translated, request: ResponsesRequest) -> int:
+    """How many leading items `request` shares with the previous one (the same objects), cut back to the last that
+    closes every assistant message; 0 unless every other field is the same object too and the input a list."""
+    before = previous.request
+    if before.previous_response_id is not None or not isinstance(request.input, list):
+        return 0
+    if any(getattr(request, name) is not getattr(before, name) for name in _OTHER_FIELDS):
+        return 0
+    if request.model_extra != before.model_extra or not isinstance(before.input, list):
+        return 0
+    kept = 0
+    for mine, theirs in zip(request.input, before.input, strict=False):
+        if mine is not theirs:
+            break
+        kept += 1
+    while kept > 0 and previous.ends[kept - 1] < 0:
+        kept -= 1
+    return kept
+
+
+def chat_request(
+    request: ResponsesRequest,
+    tools: RequestTools,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    ends: list[int] | None = None,
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as; `ends` gets `Translated.ends` (when no previous_response_id)."""
     messages = _previous_messages(request, session)
     if request.instructions is not None and not messages:
         messages.append({"role": "system", "content": request.instructions})
     items = request.input
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
-    messages.extend(_Translation(session, signer, tools).messages(items))
+    before = len(messages)
+    messages.extend(
+        _Translation(session, signer, tools).messages(items, 0, [], ends if ends is not None else [], before)
+    )
     thinking = None if request.reasoning is None else request.reasoning.get("effort") != "none"
     body: dict[str, Any] = {
         "messages": messages,
@@ -271,8 +341,14 @@ class _Translation:
         self.pending: dict[str, Any] | None = None
         self.signatures: list[Any] = []
 
-    def messages(self, items: Sequence[Any]) -> list[dict[str, Any]]:
-        for index, item in enumerate(items):
+    def messages(
+        self, items: Sequence[Any], first: int, out: list[dict[str, Any]], ends: list[int], before: int
+    ) -> list[dict[str, Any]]:
+        """`items[first:]` translated onto `out`; `ends` gets per item the chat message count (from `before`)
+        where the item closes every assistant message, else -1 (see `Translated.ends`)."""
+        self.out = out
+        for index in range(first, len(items)):
+            item = items[index]
             where = f"input[{index}]"
             if not isinstance(item, dict):
                 raise BadRequestError(f"{where}: must be an object (an input item)")
@@ -290,6 +366,9 @@ class _Translation:
             else:
                 self._flush()
                 self.out.append(self._other(where, kind, item))
+                ends.append(before + len(self.out))
+                continue
+            ends.append(-1)
         self._flush()
         return self.out
 

@@ -140,7 +140,7 @@ def register_dialect_routes(app: FastAPI, state: ServerState) -> None:
         model = state.reply_model(asked.model)
         tools = responses.request_tools(asked, session.config.hosted_tools)
         return DialectTurn(
-            responses.chat_request(asked, tools, session, signer, state.tokenizers.family),
+            responses.chat_request_reusing(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
