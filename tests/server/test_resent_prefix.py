@@ -127,7 +127,7 @@ def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_r
         call = {"type": "tool_use", "id": f"call-{turn}", "name": "run", "input": {"cmd": "pytest"}}
         result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
         messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
-    assert len(session.translations["anthropic"].ends) == len(messages) - 2
+    assert len(session.translations["anthropic"][0].ends) == len(messages) - 2
 
 
 def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assistant_turn() -> None:
@@ -150,3 +150,14 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
         # a turn's assistant items (text, then a call) are one chat message: a resend that stopped after the text
         # must not reuse a translation cut inside it
         items = [*items, said, call, output] if turn % 2 else [*items, said]
+
+
+def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previous_body() -> None:
+    prefix = reader()
+    main, side = turns(6), [{"role": "system", "content": "Summarise."}, {"role": "user", "content": "the log"}]
+    check(prefix, body(main[:3]), False)
+    check(prefix, body(side), True)  # from the head the two share, kept apart from the main conversation
+    for count in range(5, 13, 2):
+        check(prefix, body(main[:count]), True)
+        side = [*side, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"more {count}"}]
+        check(prefix, body(side), True)

@@ -1,18 +1,21 @@
 """A resent conversation read from where the previous request's bytes end, not from its first byte.
 
 Agents resend the whole conversation every turn; the leading bytes of a turn's body are most often the previous
-turn's body up to (nearly) the end of its conversation array (`messages`, `input`). `ResentPrefix` keeps one
-route's previous body per session, the byte offsets where the array's last few elements end, the blake2b state
-of the body at each of those offsets and the validated elements. A body that starts with the previous one's bytes
-up to such an offset is read from there: only the new elements are parsed and validated (the request's other
-fields with them, in a body built of the head, the new elements and the rest), the earlier elements are the
-validated ones already held, and the fingerprint is the held digest state updated with the rest of the body:
-the same digest a full read gives. Any other body (the first, one whose earlier bytes changed) is read whole, and
-its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its last
-few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
+turn's body up to (nearly) the end of its conversation array (`messages`, `input`). `ResentPrefix` keeps, for one
+route of one session, the last body of each of its last CONVERSATIONS conversations (a sub-agent's turns come
+between the main loop's), the byte offsets where the array's last few elements end, the blake2b state of the body
+at each of those offsets and the validated elements. A body that starts with such a body's bytes up to such an
+offset is read from there: only the new elements are parsed and validated (alone, the request's other fields
+reused, when the bytes after the array are the old body's too; else in a body built of the head, the new elements
+and the rest), the earlier elements are the validated ones already held, and the fingerprint is the held digest
+state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one whose
+earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read whole,
+and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its
+last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
 
-What the per-turn path still does in proportion to the history: one memcmp of the previous body's prefix (tens of
-microseconds at 100k tokens) and a shallow copy of the list of element references.
+What the per-turn path still does in proportion to the history: one memcmp of an old body's prefix (tens of
+microseconds at 100k tokens) and a shallow copy of the list of element references. The memory it holds: the old
+bodies (about 4 bytes per token of their history) until the session ends.
 
 Imports nothing from tito.
 """
@@ -29,6 +32,8 @@ from typing import Any, Generic, TypeVar
 Request = TypeVar("Request")
 KEPT = 4
 """How many of the array's last element ends a body can be read from."""
+CONVERSATIONS = 3
+"""How many previous bodies (of different conversations on the session) a body can be read from."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 _decoder = json.JSONDecoder()
 
@@ -87,24 +92,34 @@ class ResentPrefix(Generic[Request]):
         self.validate_elements = validate_elements
         self.elements = elements
         self.with_elements = with_elements
-        self._last: _Last | None = None
+        self._lasts: list[_Last] = []
+        """The last bodies of the session's last few conversations (a sub-agent's turns come between the main
+        loop's), the most recent first."""
 
     def read(self, body: bytes) -> ReadBody[Request]:
-        """The validated request and its digest; from the previous body's prefix when it is one, else whole."""
-        last = self._last
-        if last is not None:
+        """The validated request and its digest; from a previous body's prefix when it is one, else whole."""
+        for index, last in enumerate(self._lasts):
             for mark in reversed(last.marks):
                 if body.startswith(memoryview(last.body)[: mark.offset]):
                     read = self._read_tail(body, last, mark)
-                    if read is not None:
-                        return read
+                    if read is not None:  # a conversation sharing only the head (no element) is another one
+                        self._remember(read[1], index if mark.count > 0 else None)
+                        return read[0]
                     break
         request = self.validate(body)
         digest = hashlib.blake2b(body, digest_size=16)
-        self._last = _locate(body, self.key, self.elements(request), request)
+        located = _locate(body, self.key, self.elements(request), request)
+        if located is not None:
+            self._remember(located, None)
         return ReadBody(request, digest, False)
 
-    def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> ReadBody[Request] | None:
+    def _remember(self, last: _Last, replacing: int | None) -> None:
+        if replacing is not None:
+            del self._lasts[replacing]
+        self._lasts.insert(0, last)
+        del self._lasts[CONVERSATIONS:]
+
+    def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
         when the new elements are invalid, so the error names their place in the whole array)."""
         try:
@@ -117,7 +132,7 @@ class ResentPrefix(Generic[Request]):
                 return None
             digest = mark.digest.copy()
             digest.update(memoryview(body)[mark.offset :])
-            return ReadBody(last.request, digest, True)
+            return ReadBody(last.request, digest, True), last
         first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
         same_rest = memoryview(body)[close_at:] == memoryview(last.body)[last.close :]
         try:
@@ -134,8 +149,7 @@ class ResentPrefix(Generic[Request]):
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
         digest.update(memoryview(body)[marks[-1].offset :])
-        self._last = _Last(body, last.array_open, close_at, marks, elements, request)
-        return ReadBody(request, digest, True)
+        return ReadBody(request, digest, True), _Last(body, last.array_open, close_at, marks, elements, request)
 
 
 def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tuple[_Mark, ...]:

@@ -79,8 +79,9 @@ class Session:
     resent_bodies: dict[str, ResentPrefix[Any]] = field(default_factory=dict)
     """Per turn route, the previous body, from whose prefix the next is read (memory only, rebuilt on the next
     turn after a restart)."""
-    translations: dict[str, Any] = field(default_factory=dict)
-    """Per dialect, its previous request's translation to a chat request, reused for the messages kept."""
+    translations: dict[str, list[Any]] = field(default_factory=dict)
+    """Per dialect, the last requests' translations to chat requests (server.dialects.edge.remember), reused for
+    the messages a resend keeps."""
     deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
     """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
     callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""

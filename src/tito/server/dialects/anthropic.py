@@ -33,7 +33,14 @@ from pydantic import Field, ValidationError
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.parsing.incremental import ToolCallDelta
-from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, thinking_kwargs
+from tito.server.dialects.edge import (
+    function_tool,
+    remember,
+    resent_assistant,
+    reusable,
+    signed_turn,
+    thinking_kwargs,
+)
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
@@ -135,8 +142,7 @@ def chat_request_reusing(
 ) -> ChatCompletionRequest:
     """`chat_request`, reusing the session's previous translation for the leading messages the request shares
     with it (the same objects) when its other fields are the previous request's too."""
-    previous = session.translations.get(DIALECT)
-    kept = _kept(previous.request, request) if isinstance(previous, Translated) else 0
+    previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate.request, request))
     if isinstance(previous, Translated) and kept > 0:
         new: list[dict[str, Any]] = []
         ends = previous.ends[:kept]
@@ -148,11 +154,11 @@ def chat_request_reusing(
         if checked is not None:
             messages = previous.chat.messages[: ends[kept - 1]] + checked
             chat = previous.chat.model_copy(update={"messages": messages})
-            session.translations[DIALECT] = Translated(request, chat, ends)
+            remember(session, DIALECT, Translated(request, chat, ends), previous)
             return chat
     ends = []
     chat = chat_request(request, session, signer, family, ends)
-    session.translations[DIALECT] = Translated(request, chat, ends)
+    remember(session, DIALECT, Translated(request, chat, ends), None)
     return chat
 
 

@@ -39,7 +39,15 @@ from pydantic import ValidationError
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.parsing.incremental import ToolCallDelta
-from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, stored_turn, thinking_kwargs
+from tito.server.dialects.edge import (
+    function_tool,
+    remember,
+    resent_assistant,
+    reusable,
+    signed_turn,
+    stored_turn,
+    thinking_kwargs,
+)
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
@@ -232,8 +240,7 @@ def chat_request_reusing(
 ) -> ChatCompletionRequest:
     """`chat_request`, reusing the session's previous translation for the leading items the request shares with
     it (the same objects) when its other fields are the previous request's too."""
-    previous = session.translations.get(DIALECT)
-    kept = _kept(previous, request) if isinstance(previous, Translated) else 0
+    previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate, request))
     if isinstance(previous, Translated) and kept > 0 and isinstance(request.input, list):
         ends = previous.ends[:kept]
         new: list[dict[str, Any]] = []
@@ -244,11 +251,11 @@ def chat_request_reusing(
             checked = None  # the whole translation names the error and its place
         if checked is not None:
             chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + checked})
-            session.translations[DIALECT] = Translated(request, chat, ends)
+            remember(session, DIALECT, Translated(request, chat, ends), previous)
             return chat
     ends = []
     chat = chat_request(request, tools, session, signer, family, ends)
-    session.translations[DIALECT] = Translated(request, chat, ends)
+    remember(session, DIALECT, Translated(request, chat, ends), None)
     return chat
 
 
