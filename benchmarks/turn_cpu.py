@@ -10,10 +10,12 @@ measured turns (robust to a shared machine), with the access log's `tito_ms` of 
               with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size.
   --agent     the coding agents' shape: streamed, 25 tools with large JSON schemas, a ~20k-token system prompt, tool
               outputs from a few lines to thousands, up to --agent-tokens (100k+); medians per history band.
-  --tito-src  run tito from several source trees in turn (e.g. `--old REV` exports an older commit's src/ with
-              git archive); every configuration runs once per tree, interleaved, fresh server processes each.
+  --tito-src  run tito from several source trees side by side (`--old REV` adds an older commit's src/, exported
+              with git archive): one fresh server per tree for each configuration, all running at once and driven
+              turn by turn in lockstep, so a change of the machine's load falls on each alike. The time waiting for a
+              CPU (schedstat's second field) is printed too: on a busy machine it, not tito's work, fills `tito_ms`.
 
-Run: PYTHONPATH=src python benchmarks/turn_cpu.py [--old HEAD~3] [--tokens 8192 32768] [--measured 9]
+Run: PYTHONPATH=src python benchmarks/turn_cpu.py [--old REV] [--tito-src SRC...] [--tokens 8192 32768] [--measured 15]
      [--dialects chat anthropic responses] [--agent] [--agent-tokens 110000]
 """
 
