@@ -150,7 +150,7 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
 
     from tito.engines.instant import InstantEngine
     from tito.server import ServerOptions, ServerState, create_app
-    from tito.server.launch import instant_reply_ids
+    from tito.server.commands.launch import instant_reply_ids
     from tito.tokenizer import get_tito_tokenizer
     from tito.tokenizer_loading import load_tokenizer
 

@@ -3,6 +3,7 @@ route answers 499 (the access log's status), /metrics counts it under its own na
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -77,3 +78,25 @@ def test_a_broken_body_is_a_client_error_logged_at_info_without_a_traceback(
     statuses = [record.getMessage() for record in logged.records if record.name == "tito.access"]
     assert not any('"status":500' in line for line in statuses), statuses
     assert server.http.get(f"/sessions/{session_id}").status_code == 200
+
+
+def test_the_time_a_body_takes_to_arrive_is_waiting_on_the_client_not_tito_time(
+    server: Server, logged: Recorded
+) -> None:
+    """An agent that writes its body slowly (a large body on a busy machine) shows it in `wait_ms`; `tito_ms` is
+    what is left once the engine's and the client's times are taken out."""
+    session_id = server.new_session()
+    body = b'{"messages": [{"role": "user", "content": "' + b"slow " * 2000 + b'"}]}'
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        head = f"POST /sessions/{session_id}/v1/chat/completions HTTP/1.1\r\nHost: tito\r\n"
+        raw.sendall(f"{head}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        raw.sendall(body[:100])
+        time.sleep(0.5)
+        raw.sendall(body[100:])
+        assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+    time.sleep(0.2)
+    lines = [json.loads(r.getMessage()) for r in logged.records if r.name == "tito.access"]
+    turn = next(line for line in lines if line["route"] == "/sessions/{id}/v1/chat/completions")
+    assert turn["wait_ms"] >= 450, turn
+    assert turn["tito_ms"] < 400 and turn["engine_ms"] >= 0, turn

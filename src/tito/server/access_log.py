@@ -1,9 +1,18 @@
 """The access log: one structured line per request (session, route, status, prompt/output ids, engine time, tito
-time), errors included, on the `tito.access` logger at INFO.
+time, time waiting on the client), errors included, on the `tito.access` logger at INFO.
 
 A pure ASGI middleware times the request and reads the status it sends; a turn's ids and engine time come from
 `note_turn`, which the turn's code calls (through `ServerMetrics.observe_turn`) inside the request's context.
 With INFO off for `tito.access` it only passes the request through.
+
+What the times are, in wall time from the request's first event to its reply's last byte:
+- `engine_ms`: waiting on the engine (a whole reply: the call; a stream: the waits for each of its chunks, so the
+  work tito does on each chunk is not in it);
+- `wait_ms`: waiting on the client: for the request body to arrive (an agent writing a large body on a busy
+  machine takes milliseconds) and for the client to take the reply (a stream's backpressure);
+- `tito_ms`: the rest: tito's own work, and whatever kept it from running (another process holding the CPU on a
+  shared machine, other requests on the event loop under load). One request at a time on an idle machine it is
+  tito's CPU time (benchmarks/turn_cpu.py prints both, with the time spent waiting for a CPU).
 
 Imports nothing from tito.
 """
@@ -42,7 +51,9 @@ def note_turn(prompt_tokens: int, output_tokens: int, engine_seconds: float) -> 
         turns.append(TurnFacts(prompt_tokens, output_tokens, engine_seconds))
 
 
-def access_line(method: str, path: str, status: int, seconds: float, turn: TurnFacts | None) -> dict[str, object]:
+def access_line(
+    method: str, path: str, status: int, seconds: float, turn: TurnFacts | None, waiting: float = 0.0
+) -> dict[str, object]:
     """The logged fields; the route names a session path with `{id}`, the session id goes in its own field."""
     match = _SESSION_PATH.match(path)
     session = match.group(1) if match else None
@@ -56,7 +67,8 @@ def access_line(method: str, path: str, status: int, seconds: float, turn: TurnF
         "prompt_tokens": turn.prompt_tokens if turn is not None else None,
         "output_tokens": turn.output_tokens if turn is not None else None,
         "engine_ms": round(engine * 1000, 3) if turn is not None else None,
-        "tito_ms": round((seconds - engine) * 1000, 3),
+        "tito_ms": round((seconds - engine - waiting) * 1000, 3),
+        "wait_ms": round(waiting * 1000, 3),
     }
 
 
@@ -72,19 +84,36 @@ class AccessLogMiddleware:
             return
         started = time.monotonic()
         status = 500  # what the client gets when the app raises before replying
+        waiting = 0.0
+        body_read = False
         turns: list[TurnFacts] = []
         token = _current.set(turns)
 
-        async def send_noting_status(message: AsgiMessage) -> None:
-            nonlocal status
+        async def receive_timed() -> AsgiMessage:
+            """Times the waits for the body; once it is read, a receive only watches for a disconnect (during
+            the engine call), which is no waiting on the client."""
+            nonlocal waiting, body_read
+            if body_read:
+                return await receive()
+            waited = time.monotonic()
+            message = await receive()
+            waiting += time.monotonic() - waited
+            body_read = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def send_timed(message: AsgiMessage) -> None:
+            nonlocal status, waiting
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+            waited = time.monotonic()
             await send(message)
+            waiting += time.monotonic() - waited
 
         try:
-            await self.app(scope, receive, send_noting_status)
+            await self.app(scope, receive_timed, send_timed)
         finally:
             _current.reset(token)
             seconds = time.monotonic() - started
-            line = access_line(scope["method"], scope["path"], status, seconds, turns[0] if turns else None)
+            turn = turns[0] if turns else None
+            line = access_line(scope["method"], scope["path"], status, seconds, turn, waiting)
             logger.info(orjson.dumps(line).decode())

@@ -17,7 +17,15 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -96,6 +104,20 @@ class RequestModel(BaseModel):
     """Strict types (JSON's own: no "10" for 10, no "yes" for true), finite floats, unknown fields ignored."""
 
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+_JSON_OBJECTS = TypeAdapter(list[JsonObject], config=RequestModel.model_config)
+
+
+def json_objects(array: bytes) -> list[dict[str, Any]]:
+    """A JSON array of free-form objects validated as a `list[JsonObject]` field of a request is (messages, input
+    items read alone: server.sessions.resent_prefix)."""
+    return _JSON_OBJECTS.validate_json(array)
+
+
+def json_objects_python(values: list[Any]) -> list[dict[str, Any]]:
+    """Objects built in Python (a dialect's translated messages) validated as a `list[JsonObject]` field is."""
+    return _JSON_OBJECTS.validate_python(values)
 
 
 class StreamOptions(RequestModel):

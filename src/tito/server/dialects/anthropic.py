@@ -17,13 +17,14 @@ Reply: content blocks built from the assistant message's deltas by `Blocks`, the
 (signed), `text`, `tool_use` (`id` is the stored tool-call id, `input` the model's own arguments parsed).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions.registry, server.turns.streaming,
+server.dialects.signing, server.errors, server.models, server.sessions, server.turns.streaming,
 trajectory.events.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -32,7 +33,14 @@ from pydantic import Field, ValidationError
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.parsing.incremental import ToolCallDelta
-from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, thinking_kwargs
+from tito.server.dialects.edge import (
+    function_tool,
+    remember,
+    resent_assistant,
+    reusable,
+    signed_turn,
+    thinking_kwargs,
+)
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
@@ -44,8 +52,11 @@ from tito.server.models import (
     TokenLimit,
     TopK,
     TopP,
+    json_objects,
+    json_objects_python,
 )
 from tito.server.sessions.registry import Session
+from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
@@ -101,15 +112,85 @@ def parse_request(body: bytes, needs_max_tokens: bool = True) -> AnthropicReques
     return request
 
 
-def chat_request(
+def body_reader() -> ResentPrefix[AnthropicRequest]:
+    """Turn bodies read from the previous one's prefix (server.sessions.resent_prefix): `messages` is the
+    conversation."""
+    return ResentPrefix("messages", parse_request, json_objects, _messages_of, _with_messages)
+
+
+def _messages_of(request: AnthropicRequest) -> list[Any]:
+    return request.messages
+
+
+def _with_messages(request: AnthropicRequest, messages: list[Any]) -> AnthropicRequest:
+    return request.model_copy(update={"messages": messages})
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
+    from this one's body prefix (server.sessions.resent_prefix), holds the same message objects and fields, and only its
+    new messages are translated and validated."""
+
+    request: AnthropicRequest
+    chat: ChatCompletionRequest
+    ends: list[int]
+    """Per message of `request`, how many chat messages (the system prompt's included) it and those before make."""
+
+
+def chat_request_reusing(
     request: AnthropicRequest, session: Session, signer: RoundTripSigner, family: Family
 ) -> ChatCompletionRequest:
-    """The internal chat request the turn runs as."""
-    messages: list[dict[str, Any]] = []
-    system = _system_text(request.system)
-    if system is not None:
-        messages.append({"role": "system", "content": system})
-    for index, message in enumerate(request.messages):
+    """`chat_request`, reusing the session's previous translation for the leading messages the request shares
+    with it (the same objects) when its other fields are the previous request's too."""
+    previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate.request, request))
+    if isinstance(previous, Translated) and kept > 0:
+        new: list[dict[str, Any]] = []
+        ends = previous.ends[:kept]
+        try:
+            _translate(request.messages, kept, session, signer, new, ends, ends[-1])
+            checked = json_objects_python(new)
+        except (TitoError, ValidationError):
+            checked = None  # the whole translation names the error and its place
+        if checked is not None:
+            messages = previous.chat.messages[: ends[kept - 1]] + checked
+            chat = previous.chat.model_copy(update={"messages": messages})
+            remember(session, DIALECT, Translated(request, chat, ends), previous)
+            return chat
+    ends = []
+    chat = chat_request(request, session, signer, family, ends)
+    remember(session, DIALECT, Translated(request, chat, ends), None)
+    return chat
+
+
+def _kept(previous: AnthropicRequest, request: AnthropicRequest) -> int:
+    """How many leading messages `request` shares with `previous` (the same objects), 0 unless every other
+    field is the same object too (a body read from the previous one's prefix)."""
+    if any(getattr(request, name) is not getattr(previous, name) for name in _OTHER_FIELDS):
+        return 0
+    if request.model_extra != previous.model_extra:
+        return 0
+    kept = 0
+    for mine, theirs in zip(request.messages, previous.messages, strict=False):
+        if mine is not theirs:
+            break
+        kept += 1
+    return kept
+
+
+def _translate(
+    source: list[dict[str, Any]],
+    first: int,
+    session: Session,
+    signer: RoundTripSigner,
+    messages: list[dict[str, Any]],
+    ends: list[int],
+    before: int,
+) -> None:
+    """Translate `source[first:]` onto `messages`, noting in `ends` the chat message count after each (from
+    `before`)."""
+    for index in range(first, len(source)):
+        message = source[index]
         where = f"messages[{index}]"
         role, content = message.get("role"), message.get("content")
         if role == "user":
@@ -120,6 +201,22 @@ def chat_request(
             messages.append({"role": "system", "content": _system_text(content, f"{where}.content") or ""})
         else:
             raise BadRequestError(f"{where}.role: must be 'user', 'assistant' or 'system', not {role!r}")
+        ends.append(before + len(messages))
+
+
+def chat_request(
+    request: AnthropicRequest,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    ends: list[int] | None = None,
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as; `ends` gets, per message, the chat message count up to it."""
+    messages: list[dict[str, Any]] = []
+    system = _system_text(request.system)
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    _translate(request.messages, 0, session, signer, messages, ends if ends is not None else [], 0)
     body: dict[str, Any] = {
         "messages": messages,
         "max_tokens": request.max_tokens,
@@ -140,6 +237,9 @@ def chat_request(
         return ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:
         raise validation_error(exc, "request (translated to a chat request)") from None
+
+
+_OTHER_FIELDS = tuple(name for name in AnthropicRequest.model_fields if name != "messages")
 
 
 def _system_text(system: Any, where: str = "system") -> str | None:

@@ -1,6 +1,6 @@
 """What the Anthropic and Responses edges share: the stored turn a signed round-trip value names, whether a
-resent assistant message still says what that turn's stored message says, the thinking switch, and the label a
-dialect's turn is recorded with.
+resent assistant message still says what that turn's stored message says, the thinking switch, the label a
+dialect's turn is recorded with, and the session's last translations a resend reuses.
 
 Everything here runs before planning: the edge only decides which assistant message the internal chat request
 carries; planning, the role gate and matching are the chat path's, unchanged.
@@ -113,3 +113,25 @@ def labeller(
         return replace(turn, response_id=response_id, metadata=metadata)
 
     return label
+
+
+TRANSLATIONS = 3
+"""How many conversations' last translations a session keeps per dialect (a sub-agent's turns come between the
+main loop's)."""
+
+
+def reusable(session: Session, dialect: str, kept: Callable[[Any], int]) -> tuple[Any, int]:
+    """The session's kept translation of `dialect` a request shares the most leading items with (`kept` counts
+    them), and that count; (None, 0) when none shares any."""
+    best, count = None, 0
+    for candidate in session.translations.get(dialect, ()):
+        shared = kept(candidate)
+        if shared > count:
+            best, count = candidate, shared
+    return best, count
+
+
+def remember(session: Session, dialect: str, translation: object, replacing: object | None) -> None:
+    """Keep `translation` first (in place of the one it continued, when it did), at most TRANSLATIONS."""
+    kept = [t for t in session.translations.get(dialect, ()) if t is not replacing]
+    session.translations[dialect] = [translation, *kept][:TRANSLATIONS]

@@ -23,7 +23,7 @@ Reply: output items built from the assistant message's deltas by `Items`, the sa
 came in a namespace tool).
 
 Imports from tito: errors, families.base, parsing.incremental, server.dialects.edge, server.dialects.outputs,
-server.dialects.signing, server.errors, server.models, server.sessions.registry, server.turns.streaming,
+server.dialects.signing, server.errors, server.models, server.sessions, server.turns.streaming,
 trajectory.events.
 """
 
@@ -39,7 +39,15 @@ from pydantic import ValidationError
 from tito.errors import TitoError
 from tito.families.base import Family
 from tito.parsing.incremental import ToolCallDelta
-from tito.server.dialects.edge import function_tool, resent_assistant, signed_turn, stored_turn, thinking_kwargs
+from tito.server.dialects.edge import (
+    function_tool,
+    remember,
+    resent_assistant,
+    reusable,
+    signed_turn,
+    stored_turn,
+    thinking_kwargs,
+)
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError, validation_error
@@ -50,8 +58,11 @@ from tito.server.models import (
     Temperature,
     TokenLimit,
     TopP,
+    json_objects,
+    json_objects_python,
 )
 from tito.server.sessions.registry import Session
+from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
@@ -117,6 +128,23 @@ def parse_request(body: bytes) -> ResponsesRequest:
     if text_format["type"] == "json_schema" and not isinstance(text_format.get("schema"), dict):
         raise BadRequestError("text.format.schema: required with json_schema, a JSON schema object")
     return request
+
+
+def body_reader() -> ResentPrefix[ResponsesRequest]:
+    """Turn bodies read from the previous one's prefix (server.sessions.resent_prefix): `input` is the conversation (a
+    string `input` is read whole)."""
+    return ResentPrefix("input", parse_request, json_objects, _input_items, _with_input)
+
+
+def _input_items(request: ResponsesRequest) -> list[Any]:
+    return request.input if isinstance(request.input, list) else []
+
+
+def _with_input(request: ResponsesRequest, items: list[Any]) -> ResponsesRequest:
+    return request.model_copy(update={"input": items})
+
+
+_OTHER_FIELDS = tuple(name for name in ResponsesRequest.model_fields if name != "input")
 
 
 def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
@@ -194,17 +222,82 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
     return RequestTools(chat, namespaces, tuple(hosted))
 
 
-def chat_request(
+@dataclass(frozen=True)
+class Translated:
+    """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
+    from this one's body prefix (server.sessions.resent_prefix), holds the same item objects and fields, and only the
+    items after the last one that ends an assistant turn's grouping are translated and validated anew."""
+
+    request: ResponsesRequest
+    chat: ChatCompletionRequest
+    ends: list[int]
+    """Per input item, how many chat messages (instructions included) the items up to it make, where that item
+    closes every assistant message (a user, system or tool item); -1 elsewhere."""
+
+
+def chat_request_reusing(
     request: ResponsesRequest, tools: RequestTools, session: Session, signer: RoundTripSigner, family: Family
 ) -> ChatCompletionRequest:
-    """The internal chat request the turn runs as."""
+    """`chat_request`, reusing the session's previous translation for the leading items the request shares with
+    it (the same objects) when its other fields are the previous request's too."""
+    previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate, request))
+    if isinstance(previous, Translated) and kept > 0 and isinstance(request.input, list):
+        ends = previous.ends[:kept]
+        new: list[dict[str, Any]] = []
+        try:
+            _Translation(session, signer, tools).messages(request.input, kept, new, ends, ends[-1])
+            checked = json_objects_python(new)
+        except (TitoError, ValidationError):
+            checked = None  # the whole translation names the error and its place
+        if checked is not None:
+            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + checked})
+            remember(session, DIALECT, Translated(request, chat, ends), previous)
+            return chat
+    ends = []
+    chat = chat_request(request, tools, session, signer, family, ends)
+    remember(session, DIALECT, Translated(request, chat, ends), None)
+    return chat
+
+
+def _kept(previous: Translated, request: ResponsesRequest) -> int:
+    """How many leading items `request` shares with the previous one (the same objects), cut back to the last that
+    closes every assistant message; 0 unless every other field is the same object too and the input a list."""
+    before = previous.request
+    if before.previous_response_id is not None or not isinstance(request.input, list):
+        return 0
+    if any(getattr(request, name) is not getattr(before, name) for name in _OTHER_FIELDS):
+        return 0
+    if request.model_extra != before.model_extra or not isinstance(before.input, list):
+        return 0
+    kept = 0
+    for mine, theirs in zip(request.input, before.input, strict=False):
+        if mine is not theirs:
+            break
+        kept += 1
+    while kept > 0 and previous.ends[kept - 1] < 0:
+        kept -= 1
+    return kept
+
+
+def chat_request(
+    request: ResponsesRequest,
+    tools: RequestTools,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    ends: list[int] | None = None,
+) -> ChatCompletionRequest:
+    """The internal chat request the turn runs as; `ends` gets `Translated.ends` (when no previous_response_id)."""
     messages = _previous_messages(request, session)
     if request.instructions is not None and not messages:
         messages.append({"role": "system", "content": request.instructions})
     items = request.input
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
-    messages.extend(_Translation(session, signer, tools).messages(items))
+    before = len(messages)
+    messages.extend(
+        _Translation(session, signer, tools).messages(items, 0, [], ends if ends is not None else [], before)
+    )
     thinking = None if request.reasoning is None else request.reasoning.get("effort") != "none"
     body: dict[str, Any] = {
         "messages": messages,
@@ -255,8 +348,14 @@ class _Translation:
         self.pending: dict[str, Any] | None = None
         self.signatures: list[Any] = []
 
-    def messages(self, items: Sequence[Any]) -> list[dict[str, Any]]:
-        for index, item in enumerate(items):
+    def messages(
+        self, items: Sequence[Any], first: int, out: list[dict[str, Any]], ends: list[int], before: int
+    ) -> list[dict[str, Any]]:
+        """`items[first:]` translated onto `out`; `ends` gets per item the chat message count (from `before`)
+        where the item closes every assistant message, else -1 (see `Translated.ends`)."""
+        self.out = out
+        for index in range(first, len(items)):
+            item = items[index]
             where = f"input[{index}]"
             if not isinstance(item, dict):
                 raise BadRequestError(f"{where}: must be an object (an input item)")
@@ -274,6 +373,9 @@ class _Translation:
             else:
                 self._flush()
                 self.out.append(self._other(where, kind, item))
+                ends.append(before + len(self.out))
+                continue
+            ends.append(-1)
         self._flush()
         return self.out
 

@@ -4,9 +4,8 @@ Responses (`/v1/responses`). Each translates its body into the internal chat req
 committed turn back; every error leaves in the dialect's own shape. `HEAD` on a session's base URLs answers the
 connectivity probe agents send first.
 
-Imports from tito: errors, server.turns.completions, server.dialects, server.errors, server.sessions.lineage,
-server.models, server.replies, server.turns.retries, server.sessions.registry, server.state, server.turns.streaming,
-trajectory.events.
+Imports from tito: errors, server.dialects, server.errors, server.models, server.replies, server.sessions,
+server.state, server.turns, trajectory.events.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from tito.server.models import ChatCompletionRequest
 from tito.server.replies import error_response, json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.sessions.registry import Session
+from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
 from tito.server.state import ServerState
 from tito.server.turns.completions import PreparedTurn, TurnPrompt, complete_turn, plan_prompt, prepare_turn
 from tito.server.turns.retries import request_key, unmarked_key
@@ -57,6 +57,8 @@ class DialectTurn:
     """The whole reply of a committed turn."""
     recorded: Mapping[str, Any] = field(default_factory=dict)
     """What the turn records of the request beyond its prompt (its metadata), e.g. the hosted tools left out."""
+    digest: Any = None
+    """The body's blake2b, computed as it was read (server.sessions.resent_prefix)."""
 
 
 Translate = Callable[[bytes, Session], DialectTurn]
@@ -98,7 +100,7 @@ def dialect_routes(state: ServerState) -> APIRouter:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        key = request_key(body, request.headers)
+        key = request_key(body, request.headers, asked.digest)
         lineage = lineage_of(request.headers, asked.chat.messages)
         prepared = await prepare_turn(state, session, asked.chat, key.fingerprint, key.is_retry, lineage)
         if asked.stream:
@@ -108,11 +110,19 @@ def dialect_routes(state: ServerState) -> APIRouter:
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
+    def read(session: Session, dialect: str, reader: Callable[[], ResentPrefix[Any]], body: bytes) -> ReadBody[Any]:
+        """The dialect's request read from the session's previous body of that dialect where it is its prefix."""
+        prefix = session.resent_bodies.get(dialect)
+        if prefix is None:
+            prefix = session.resent_bodies[dialect] = reader()
+        return prefix.read(body)
+
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
-        asked = anthropic.parse_request(body)
+        got = read(session, anthropic.DIALECT, anthropic.body_reader, body)
+        asked = got.request
         model = state.reply_model(asked.model)
         return DialectTurn(
-            anthropic.chat_request(asked, session, signer, state.tokenizers.family),
+            anthropic.chat_request_reusing(asked, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "msg",
             anthropic.DIALECT,
@@ -120,21 +130,24 @@ def dialect_routes(state: ServerState) -> APIRouter:
                 model, session.session_id, response_id, prompt_tokens, signer
             ),
             lambda turn: anthropic.message_body(turn, model, signer),
+            digest=got.digest,
         )
 
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
-        asked = responses.parse_request(body)
+        got = read(session, responses.DIALECT, responses.body_reader, body)
+        asked = got.request
         echo = responses.echo_fields(asked)
         model = state.reply_model(asked.model)
         tools = responses.request_tools(asked, session.config.hosted_tools)
         return DialectTurn(
-            responses.chat_request(asked, tools, session, signer, state.tokenizers.family),
+            responses.chat_request_reusing(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
             lambda response_id, _: ResponsesStreamEncoder(model, session.session_id, response_id, echo, signer, tools),
             lambda turn: responses.response_body(turn, model, echo, signer, tools.namespaces),
             tools.recorded(),
+            got.digest,
         )
 
     async def probe(session_id: str) -> Response:

@@ -5,7 +5,8 @@
 `EventSink` (the journal, when enabled) first and applied once it is recorded, so a failed write changes nothing;
 both happen before the reply leaves. The session lock covers check + record + apply only, never an engine call.
 
-Imports nothing from tito but errors, journal.shared, trajectory, server.errors and server.sessions.resends.
+Imports nothing from tito but errors, journal.shared, trajectory, server.errors, server.sessions.resends and
+server.sessions.resent_prefix.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tito.server.errors import (
     SessionNotFoundError,
 )
 from tito.server.sessions.resends import ResendCounts
+from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.trajectory import create_episode
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Episode
@@ -74,6 +76,12 @@ class Session:
     """The reward the trainer posted with its latest samples request; memory only (the journal records no reward)."""
     resends: ResendCounts = field(default_factory=ResendCounts)
     """How this session's resent conversations matched (since this server started)."""
+    resent_bodies: dict[str, ResentPrefix[Any]] = field(default_factory=dict)
+    """Per turn route, the previous body, from whose prefix the next is read (memory only, rebuilt on the next
+    turn after a restart)."""
+    translations: dict[str, list[Any]] = field(default_factory=dict)
+    """Per dialect, the last requests' translations to chat requests (server.dialects.edge.remember), reused for
+    the messages a resend keeps."""
     deletion_callbacks: set[Callable[[], None]] = field(default_factory=set)
     """Called once when the session is deleted or expires: a turn in flight aborts its engine request. Plain
     callbacks rather than an `asyncio.Event`, whose waiting takes a task per turn."""

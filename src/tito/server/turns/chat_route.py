@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from tito.server.replies import json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.state import ServerState
-from tito.server.turns.completions import complete_turn, parse_chat_request, prepare_turn, reply_body
+from tito.server.turns.completions import complete_turn, prepare_turn, read_chat_body, reply_body
 from tito.server.turns.logprobs import choice_logprobs
 from tito.server.turns.retries import request_key
 from tito.server.turns.streaming import streamed_reply
@@ -30,8 +30,9 @@ def chat_routes(state: ServerState) -> APIRouter:
         started = time.monotonic()
         session = state.registry.get(session_id)
         body = await read_body(request, state.options.max_body_bytes)
-        chat = parse_chat_request(body)
-        key = request_key(body, request.headers)
+        read = read_chat_body(session, body)  # only the new messages parsed when the body resends the previous one
+        chat = read.request
+        key = request_key(body, request.headers, read.digest)
         lineage = lineage_of(request.headers, chat.messages)
         prepared = await prepare_turn(state, session, chat, key.fingerprint, key.is_retry, lineage)
         if chat.stream:

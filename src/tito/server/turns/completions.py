@@ -30,10 +30,11 @@ from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError
 from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
-from tito.server.models import ChatCompletionRequest
+from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.sessions.lineage import asks_structured_output
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resends import count_resend
+from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
 from tito.server.state import ServerState
 from tito.server.turns.aborting import TurnWatch
 from tito.server.turns.logprobs import requested_top_logprobs
@@ -72,6 +73,28 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
     if request.n is not None and request.n > 1:
         raise BadRequestError(f"n={request.n}: a session records one trajectory, so n must be 1")
     return request
+
+
+def read_chat_body(session: Session, body: bytes) -> ReadBody[ChatCompletionRequest]:
+    """The chat request of a turn body and its digest, read from the session's previous chat body's prefix when it
+    is one (server.sessions.resent_prefix: only the new messages parsed and validated)."""
+    prefix = session.resent_bodies.get("chat")
+    if prefix is None:
+        prefix = session.resent_bodies["chat"] = chat_body_reader()
+    return prefix.read(body)
+
+
+def chat_body_reader() -> ResentPrefix[ChatCompletionRequest]:
+    """Chat bodies read from the previous one's prefix: `messages` is the conversation array."""
+    return ResentPrefix("messages", parse_chat_request, json_objects, _messages_of, _with_messages)
+
+
+def _messages_of(request: ChatCompletionRequest) -> list[Any]:
+    return request.messages
+
+
+def _with_messages(request: ChatCompletionRequest, messages: list[Any]) -> ChatCompletionRequest:
+    return request.model_copy(update={"messages": messages})
 
 
 @dataclass(frozen=True)
@@ -272,7 +295,8 @@ class TurnTiming:
     started: float
     """When the request arrived (before its body was read)."""
     engine_seconds: float
-    """The engine call's wall time: from the request leaving to the last id (a stream's end), on tito's clock."""
+    """The engine call's wall time on tito's clock: from the request leaving to the last id; a stream's, the sum of
+    the waits for its chunks (tito's work on each chunk is not the engine's)."""
 
 
 async def finish_turn(

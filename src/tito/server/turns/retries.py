@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SDK_RETRY_HEADER = "x-stainless-retry-count"
 """The openai and anthropic SDKs' retry counter: > 0 marks a resend of a request that may already have committed."""
@@ -31,9 +32,10 @@ class RequestKey:
     is_retry: bool
 
 
-def request_key(body: bytes, headers: Mapping[str, str]) -> RequestKey:
-    """The fingerprint of the request body (and its idempotency key, when one is sent) and its retry mark."""
-    digest = hashlib.blake2b(body, digest_size=16)
+def request_key(body: bytes, headers: Mapping[str, str], digest: Any = None) -> RequestKey:
+    """The fingerprint of the request body (and its idempotency key, when one is sent) and its retry mark;
+    `digest`: the body's blake2b (digest_size 16) already computed (server.sessions.resent_prefix), else it is here."""
+    digest = digest if digest is not None else hashlib.blake2b(body, digest_size=16)
     idempotency_key = headers.get(IDEMPOTENCY_HEADER)
     if idempotency_key:
         digest.update(b"\0idempotency-key\0" + idempotency_key.encode())

@@ -261,13 +261,20 @@ async def stream_turn(
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
     yield encoder.opening()
     try:
-        engine_started = time.monotonic()
-        collector = StreamCollector(engine_started)
+        collector = StreamCollector(time.monotonic())
+        engine_seconds = 0.0  # the waits for the engine's chunks, not tito's work on them
         watch = TurnWatch(engine, prepared.request_id, prepared.session, receive, state.options.engine_timeout)
         async with watch:
             try:
                 async with _closing(engine.stream(engine_request(prepared))) as chunks:
-                    async for chunk in chunks:
+                    while True:
+                        waited = time.monotonic()
+                        try:
+                            chunk = await anext(chunks)
+                        except StopAsyncIteration:
+                            break
+                        finally:
+                            engine_seconds += time.monotonic() - waited
                         collector.add(chunk)
                         event = encoder.chunk(_fed(parser, chunk.ids), chunk)
                         if event:
@@ -281,7 +288,7 @@ async def stream_turn(
                 raise EngineResponseError(
                     engine.info.name, f"the engine aborted the generation: {generation.finish.detail}"
                 )
-        timing = TurnTiming(started, time.monotonic() - engine_started)
+        timing = TurnTiming(started, engine_seconds)
         last_deltas: list[Delta] = []
 
         def parse() -> ParseResult:

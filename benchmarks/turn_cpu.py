@@ -1,0 +1,378 @@
+"""CPU time per turn of the `tito serve` process, per dialect, whole and streamed, old and new code side by side.
+
+`tito serve --engine sglang` runs in its own process in front of benchmarks/wire_engine.py (another process); one
+session at a time drives turns through it on a kept-alive connection, so the server's CPU between a turn's request
+and its reply is that turn's: the sum of every thread's run time from /proc/<pid>/task/*/schedstat (nanoseconds,
+not the 10 ms ticks of /proc/<pid>/stat), read before and after each turn. What is reported is the median over the
+measured turns (robust to a shared machine), with the access log's `tito_ms` of the same turns beside it.
+
+  sized       chat, Anthropic Messages and Responses, whole and streamed, at --tokens (8k and 32k): the history grows
+              with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size.
+  --agent     the coding agents' shape: streamed, 25 tools with large JSON schemas, a ~20k-token system prompt, tool
+              outputs from a few lines to thousands, up to --agent-tokens (100k+); medians per history band.
+  --tito-src  run tito from several source trees side by side (`--old REV` adds an older commit's src/, exported
+              with git archive): one fresh server per tree for each configuration, all running at once and driven
+              turn by turn in lockstep, so a change of the machine's load falls on each alike. The time waiting for a
+              CPU (schedstat's second field) is printed too: on a busy machine it, not tito's work, fills `tito_ms`.
+
+Run: PYTHONPATH=src python benchmarks/turn_cpu.py [--old REV] [--tito-src SRC...] [--tokens 8192 32768] [--measured 15]
+     [--dialects chat anthropic responses] [--agent] [--agent-tokens 110000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from server_overhead import WORDS, RawConnection, free_port, process, tool_output, wire_reply_ids
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM = "You are a careful coding agent. Work step by step, call tools when needed, and report briefly. "
+
+
+def cpu_ns(pid: int) -> tuple[int, int]:
+    """Of every thread of process `pid` so far, in ns: time run on a CPU, and time spent ready but waiting for one
+    (/proc/<pid>/task/*/schedstat's first two fields)."""
+    run = waited = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended between the listing and the read
+            fields = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()
+            run, waited = run + int(fields[0]), waited + int(fields[1])
+    return run, waited
+
+
+def tool_schemas(count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """`count` tools with large JSON schemas (nested properties, enums, long descriptions), the first `run`."""
+    tools = []
+    for index in range(count):
+        name = "run" if index == 0 else f"tool_{index}_{rng.choice(WORDS)}"
+        properties = {
+            f"{rng.choice(WORDS)}_{p}": {
+                "type": rng.choice(["string", "integer", "boolean"]),
+                "description": " ".join(rng.choices(WORDS, k=25)),
+            }
+            for p in range(8)
+        }
+        properties["cmd"] = {"type": "string", "description": "The command line to run."}
+        properties["options"] = {
+            "type": "object",
+            "properties": {"mode": {"type": "string", "enum": ["fast", "full", "dry"]}, "depth": {"type": "integer"}},
+        }
+        description = " ".join(rng.choices(WORDS, k=120))
+        tools.append({"name": name, "description": description, "schema": {"type": "object", "properties": properties}})
+    return tools
+
+
+class Dialect:
+    """One dialect's request bodies and how its replies become the next turn's history."""
+
+    name = ""
+    path = ""
+
+    def __init__(self, system: str, user: str, tools: list[dict[str, Any]]) -> None:
+        self.system, self.tools = system, tools
+        self.items: list[dict[str, Any]] = [{"role": "user", "content": user}]
+
+    def body(self, stream: bool) -> bytes:
+        raise NotImplementedError
+
+    def take_reply(self, body: bytes, stream: bool) -> tuple[str, int]:
+        """Append the reply to the history; its tool call's id and the prompt's token count."""
+        raise NotImplementedError
+
+    def add_output(self, call_id: str, text: str) -> None:
+        raise NotImplementedError
+
+
+class Chat(Dialect):
+    name, path = "chat", "/v1/chat/completions"
+
+    def body(self, stream: bool) -> bytes:
+        tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
+                                                   "parameters": t["schema"]}} for t in self.tools]  # fmt: skip
+        asked: dict[str, Any] = {"model": "m", "messages": [{"role": "system", "content": self.system}, *self.items],
+                                 "tools": tools}  # fmt: skip
+        if stream:
+            asked |= {"stream": True, "stream_options": {"include_usage": True}}
+        return orjson.dumps(asked)
+
+    def take_reply(self, body: bytes, stream: bool) -> tuple[str, int]:
+        from server_overhead import streamed_reply
+
+        reply = streamed_reply(body) if stream else orjson.loads(body)
+        message = reply["choices"][0]["message"]
+        self.items.append(message)
+        return message["tool_calls"][0]["id"], reply["usage"]["prompt_tokens"]
+
+    def add_output(self, call_id: str, text: str) -> None:
+        self.items.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+
+def sse_events(body: bytes) -> Iterator[dict[str, Any]]:
+    for line in body.split(b"\n"):
+        if line.startswith(b"data: {"):
+            yield orjson.loads(line[len(b"data: ") :])
+
+
+class Anthropic(Dialect):
+    name, path = "anthropic", "/v1/messages"
+
+    def body(self, stream: bool) -> bytes:
+        tools = [{"name": t["name"], "description": t["description"], "input_schema": t["schema"]} for t in self.tools]
+        asked = {"model": "m", "max_tokens": 4096, "system": self.system, "messages": self.items, "tools": tools,
+                 "stream": stream}  # fmt: skip
+        return orjson.dumps(asked)
+
+    def take_reply(self, body: bytes, stream: bool) -> tuple[str, int]:
+        if not stream:
+            reply = orjson.loads(body)
+            content, prompt = reply["content"], reply["usage"]["input_tokens"]
+        else:
+            content, partial, prompt = [], {}, 0
+            for event in sse_events(body):
+                kind = event["type"]
+                if kind == "message_start":
+                    prompt = event["message"]["usage"]["input_tokens"]
+                elif kind == "content_block_start":
+                    content.append(dict(event["content_block"]))
+                    partial[event["index"]] = ""
+                elif kind == "content_block_delta":
+                    delta, block = event["delta"], content[event["index"]]
+                    if delta["type"] == "text_delta":
+                        block["text"] += delta["text"]
+                    elif delta["type"] == "input_json_delta":
+                        partial[event["index"]] += delta["partial_json"]
+                elif kind == "content_block_stop" and content[event["index"]]["type"] == "tool_use":
+                    content[event["index"]]["input"] = orjson.loads(partial[event["index"]] or b"{}")
+        self.items.append({"role": "assistant", "content": content})
+        return next(block["id"] for block in content if block["type"] == "tool_use"), prompt
+
+    def add_output(self, call_id: str, text: str) -> None:
+        result = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        self.items.append({"role": "user", "content": [result]})
+
+
+class Responses(Dialect):
+    name, path = "responses", "/v1/responses"
+
+    def body(self, stream: bool) -> bytes:
+        tools = [{"type": "function", "name": t["name"], "description": t["description"], "parameters": t["schema"],
+                  "strict": False} for t in self.tools]  # fmt: skip
+        asked = {"model": "m", "instructions": self.system, "input": self.items, "tools": tools, "stream": stream,
+                 "store": False}  # fmt: skip
+        return orjson.dumps(asked)
+
+    def take_reply(self, body: bytes, stream: bool) -> tuple[str, int]:
+        if stream:
+            reply = next(e["response"] for e in sse_events(body) if e["type"] == "response.completed")
+        else:
+            reply = orjson.loads(body)
+        self.items.extend(reply["output"])
+        call = next(item for item in reply["output"] if item["type"] == "function_call")
+        return call["call_id"], reply["usage"]["input_tokens"]
+
+    def add_output(self, call_id: str, text: str) -> None:
+        self.items.append({"type": "function_call_output", "call_id": call_id, "output": text})
+
+
+DIALECTS: dict[str, type[Dialect]] = {"chat": Chat, "anthropic": Anthropic, "responses": Responses}
+
+
+@dataclass
+class Turns:
+    """What the measured turns of one configuration cost: tito's CPU (ms) and prompt tokens, per turn."""
+
+    cpu_ms: list[float] = field(default_factory=list)
+    runqueue_ms: list[float] = field(default_factory=list)
+    """Time tito's threads were ready to run but waited for a CPU (another process had it)."""
+    prompt_tokens: list[int] = field(default_factory=list)
+
+
+async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], stream: bool, outputs: list[int],
+                measure_from: int) -> list[Turns]:  # fmt: skip
+    """One session on each server (port, pid), driven in lockstep (each turn on every server in turn, so a change
+    of the machine's load falls on all alike): a turn per entry of `outputs` (the chars of the tool output appended
+    after it); the turns from `measure_from` on are measured."""
+    connections = [RawConnection(port) for port, _ in servers]
+    measured = [Turns() for _ in servers]
+    try:
+        paths = []
+        for connection, dialect in zip(connections, dialects, strict=True):
+            _, body = await connection.request("POST", "/sessions")
+            paths.append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
+        for turn, chars in enumerate(outputs):
+            for (_, pid), connection, path, dialect, turns in zip(servers, connections, paths, dialects, measured,
+                                                                  strict=True):  # fmt: skip
+                payload = dialect.body(stream)
+                before = cpu_ns(pid)
+                status, body = await connection.request("POST", path, payload)
+                after = cpu_ns(pid)
+                if status != 200:
+                    raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
+                call_id, prompt = dialect.take_reply(body, stream)
+                if turn >= measure_from:
+                    turns.cpu_ms.append((after[0] - before[0]) / 1e6)
+                    turns.runqueue_ms.append((after[1] - before[1]) / 1e6)
+                    turns.prompt_tokens.append(prompt)
+                dialect.add_output(call_id, tool_output(turn, turn, chars))
+    finally:
+        for connection in connections:
+            await connection.close()
+    return measured
+
+
+def access_tito_ms(log: Path, count: int) -> list[float]:
+    """`tito_ms` of the last `count` turn lines of the access log."""
+    values = []
+    for line in log.read_bytes().splitlines():
+        if b'"tito_ms"' in line and b'"prompt_tokens":null' not in line:
+            values.append(float(orjson.loads(line[line.index(b"{") :])["tito_ms"]))
+    return values[-count:]
+
+
+@contextlib.contextmanager
+def tito_servers(
+    sources: list[Path], engine_port: int, family: str, logs: list[Path]
+) -> Iterator[list[tuple[int, int]]]:
+    """`tito serve` from each source tree, each its own process: (port, pid) of each."""
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for source, log in zip(sources, logs, strict=True):
+            port = free_port()
+            command = [sys.executable, "-m", "tito", "serve", "--family", family, "--engine", "sglang",
+                       "--engine-url", f"http://127.0.0.1:{engine_port}", "--port", str(port)]  # fmt: skip
+            child = stack.enter_context(process(command, port, "/health", source, log=log))
+            servers.append((port, child.pid))
+        yield servers
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def sized_outputs(tokens: int, measured: int, chars_per_token: float) -> tuple[list[int], int]:
+    """Tool outputs (chars) that grow the history to `tokens - measured/2 * 1k`, then `measured` ~1k-token ones."""
+    step = int(1000 * chars_per_token)
+    start = max(tokens - measured * 1000 // 2, 1500)
+    growth = [int(4000 * chars_per_token)] * max((start - 500) // 4000, 0)
+    growth.append(int((start - 500 - 4000 * len(growth)) * chars_per_token))
+    return [*growth, *([step] * (measured + 1))], len(growth) + 1
+
+
+def agent_outputs(tokens: int, chars_per_token: float, rng: random.Random) -> list[int]:
+    """Tool outputs of a coding agent: mostly a few lines, sometimes thousands (log-uniform 100 to 40k chars),
+    until the history holds `tokens` (after the ~20k-token system prompt and ~8k of tools)."""
+    outputs, total = [], 28_000
+    while total < tokens:
+        chars = int(10 ** rng.uniform(2, 4.6))
+        outputs.append(chars)
+        total += int(chars / chars_per_token) + 40
+    return outputs
+
+
+def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
+              logs: Path) -> None:  # fmt: skip
+    print("median CPU ms per turn (the access log's tito_ms, ms waiting for a CPU) per source tree")
+    print(f"{'config':26}" + "".join(f"{str(s)[-28:]:>30}" for s in sources) + "   ratio (last/first)")
+    tools = tool_schemas(1, random.Random(0))
+    for tokens in args.tokens:
+        outputs, measure_from = sized_outputs(tokens, args.measured, chars_per_token)
+        for name in args.dialects:
+            for stream in (False, True):
+                files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index in range(len(sources))]
+                with tito_servers(sources, engine_port, args.family, files) as servers:
+                    dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in sources]
+                    measured = asyncio.run(drive(servers, dialects, stream, outputs, measure_from))
+                time.sleep(0.2)
+                cells, medians = [], []
+                for turns, log in zip(measured, files, strict=True):
+                    logged = access_tito_ms(log, len(turns.cpu_ms))
+                    medians.append(median(turns.cpu_ms))
+                    cells.append(f"{medians[-1]:6.2f} ms ({median(logged):5.2f}, {median(turns.runqueue_ms):5.2f})")
+                label = f"{name} {'streamed' if stream else 'whole'} ~{median(measured[0].prompt_tokens) / 1000:.0f}k"
+                print(f"{label:26}" + "".join(f"{c:>30}" for c in cells) + f"   {medians[-1] / medians[0]:.2f}",
+                      flush=True)  # fmt: skip
+
+
+def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
+              logs: Path) -> None:  # fmt: skip
+    rng = random.Random(34)
+    tools = tool_schemas(25, rng)
+    system = " ".join(rng.choices(WORDS, k=int(20_000 * chars_per_token / 6.5)))
+    outputs = agent_outputs(args.agent_tokens, chars_per_token, rng)
+    bands = [(0, 40_000), (40_000, 80_000), (80_000, 10**9)]
+    print(f"\nagent-shaped: streamed, 25 tools, {len(system)} chars of system prompt, {len(outputs)} turns to "
+          f"~{args.agent_tokens} tokens; median CPU ms per turn (and access-log tito_ms) per history band")  # fmt: skip
+    for name in args.dialects:
+        files = [logs / f"agent-{name}-{index}.log" for index in range(len(sources))]
+        with tito_servers(sources, engine_port, args.family, files) as servers:
+            user = "Fix the failing test in tests/unit and explain the cause."
+            dialects = [DIALECTS[name](system, user, tools) for _ in sources]
+            measured = asyncio.run(drive(servers, dialects, True, outputs, 1))
+        time.sleep(0.2)
+        for source, turns, log in zip(sources, measured, files, strict=True):
+            logged = access_tito_ms(log, len(turns.cpu_ms))
+            cells = []
+            for low, high in bands:
+                picked = [i for i, p in enumerate(turns.prompt_tokens) if low <= p < high]
+                cpu = median([turns.cpu_ms[i] for i in picked])
+                tito = median([logged[i] for i in picked]) if len(logged) == len(turns.cpu_ms) else float("nan")
+                cells.append(f"{low // 1000}-{min(high, max(turns.prompt_tokens)) // 1000}k: {cpu:6.2f} ({tito:5.2f})")
+            print(f"{name:10} {str(source)[-28:]:>28}  " + "   ".join(cells), flush=True)
+
+
+def export_source(revision: str, into: Path) -> Path:
+    """`revision`'s src/ exported with git archive under `into` (the older code of a side-by-side run)."""
+    archive = subprocess.run(["git", "archive", revision, "src"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="qwen3")
+    parser.add_argument("--tokens", type=int, nargs="+", default=[8192, 32768])
+    parser.add_argument("--measured", type=int, default=15, help="measured turns per configuration")
+    parser.add_argument("--dialects", nargs="+", choices=list(DIALECTS), default=list(DIALECTS))
+    parser.add_argument("--old", metavar="REV", help="also run this git revision's src/ (first), side by side")
+    parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC")
+    parser.add_argument("--agent", action="store_true", help="also the agent-shaped workload")
+    parser.add_argument("--agent-only", action="store_true", help="only the agent-shaped workload")
+    parser.add_argument("--agent-tokens", type=int, default=110_000)
+    args = parser.parse_args()
+    reply_ids, _, chars_per_token = wire_reply_ids(args.family)
+    with tempfile.TemporaryDirectory() as scratch:
+        sources = list(args.tito_src) or [ROOT / "src"]
+        if args.old:
+            sources.insert(0, export_source(args.old, Path(scratch)))
+        logs = Path(scratch) / "logs"
+        logs.mkdir()
+        engine_port = free_port()
+        engine = [sys.executable, str(ROOT / "benchmarks" / "wire_engine.py"), "sglang", str(engine_port),
+                  ",".join(map(str, reply_ids))]  # fmt: skip
+        print(f"tito serve --engine sglang (wire_engine.py), family {args.family}, one session at a time; CPU of the "
+              f"tito process per turn (all threads, /proc schedstat), median of the measured turns; load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+        with process(engine, engine_port, "/health", ROOT / "src"):
+            if not args.agent_only:
+                run_sized(args, sources, engine_port, chars_per_token, logs)
+            if args.agent or args.agent_only:
+                run_agent(args, sources, engine_port, chars_per_token, logs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""A resent conversation read from where the previous request's bytes end, not from its first byte.
+
+Agents resend the whole conversation every turn; the leading bytes of a turn's body are most often the previous
+turn's body up to (nearly) the end of its conversation array (`messages`, `input`). `ResentPrefix` keeps, for one
+route of one session, the last body of each of its last CONVERSATIONS conversations (a sub-agent's turns come
+between the main loop's), the byte offsets where the array's last few elements end, the blake2b state of the body
+at each of those offsets and the validated elements. A body that starts with such a body's bytes up to such an
+offset is read from there: only the new elements are parsed and validated (alone, the request's other fields
+reused, when the bytes after the array are the old body's too; else in a body built of the head, the new elements
+and the rest), the earlier elements are the validated ones already held, and the fingerprint is the held digest
+state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one whose
+earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read whole,
+and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its
+last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
+
+What the per-turn path still does in proportion to the history: one memcmp of an old body's prefix (tens of
+microseconds at 100k tokens) and a shallow copy of the list of element references. The memory it holds: the old
+bodies (about 4 bytes per token of their history) until the session ends.
+
+Imports nothing from tito.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+Request = TypeVar("Request")
+KEPT = 4
+"""How many of the array's last element ends a body can be read from."""
+CONVERSATIONS = 3
+"""How many previous bodies (of different conversations on the session) a body can be read from."""
+_SPACE = re.compile(r"[ \t\n\r]*")
+_decoder = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """Where one element of the array ends in the body: its byte offset, the element count up to it, and the
+    blake2b state of the body's bytes before it."""
+
+    offset: int
+    count: int
+    digest: Any  # hashlib's blake2b object (no public type)
+
+
+@dataclass(frozen=True)
+class _Last:
+    body: bytes
+    array_open: int
+    """Byte offset just after the array's `[`."""
+    close: int
+    """Byte offset of the array's `]`: what follows it (the request's later fields) is the rest."""
+    marks: tuple[_Mark, ...]
+    """The last KEPT element ends (or the array's opening when it is empty), in order."""
+    elements: list[Any]
+    request: Any
+
+
+@dataclass(frozen=True)
+class ReadBody(Generic[Request]):
+    """A request body read: the validated request and the blake2b digest of the whole body (unfinalised)."""
+
+    request: Request
+    digest: Any
+    from_prefix: bool
+    """True when it was read from the previous body's prefix (for tests and counts)."""
+
+
+class ResentPrefix(Generic[Request]):
+    """One route's previous body on one session, and reading the next body from where they part.
+
+    `validate` parses and validates a whole body (raising the route's error for a bad one), `validate_elements`
+    a JSON array of elements alone (used when the fields after the array are the previous body's bytes too: the
+    request's other fields are then the previous request's); `elements` and `with_elements` read and set the
+    validated request's conversation array."""
+
+    def __init__(
+        self,
+        key: str,
+        validate: Callable[[bytes], Request],
+        validate_elements: Callable[[bytes], list[Any]],
+        elements: Callable[[Request], list[Any]],
+        with_elements: Callable[[Request, list[Any]], Request],
+    ) -> None:
+        self.key = key
+        self.validate = validate
+        self.validate_elements = validate_elements
+        self.elements = elements
+        self.with_elements = with_elements
+        self._lasts: list[_Last] = []
+        """The last bodies of the session's last few conversations (a sub-agent's turns come between the main
+        loop's), the most recent first."""
+
+    def read(self, body: bytes) -> ReadBody[Request]:
+        """The validated request and its digest; from a previous body's prefix when it is one, else whole."""
+        for index, last in enumerate(self._lasts):
+            for mark in reversed(last.marks):
+                if body.startswith(memoryview(last.body)[: mark.offset]):
+                    read = self._read_tail(body, last, mark)
+                    if read is not None:  # a conversation sharing only the head (no element) is another one
+                        self._remember(read[1], index if mark.count > 0 else None)
+                        return read[0]
+                    break
+        request = self.validate(body)
+        digest = hashlib.blake2b(body, digest_size=16)
+        located = _locate(body, self.key, self.elements(request), request)
+        if located is not None:
+            self._remember(located, None)
+        return ReadBody(request, digest, False)
+
+    def _remember(self, last: _Last, replacing: int | None) -> None:
+        if replacing is not None:
+            del self._lasts[replacing]
+        self._lasts.insert(0, last)
+        del self._lasts[CONVERSATIONS:]
+
+    def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
+        """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
+        when the new elements are invalid, so the error names their place in the whole array)."""
+        try:
+            tail = body[mark.offset :].decode()
+            starts, ends, close = _continue_array(tail, 0, mark.count == 0)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not ends:  # no new element: the same body again (a retry) reads as before; anything else whole
+            if body != last.body or mark is not last.marks[-1]:
+                return None
+            digest = mark.digest.copy()
+            digest.update(memoryview(body)[mark.offset :])
+            return ReadBody(last.request, digest, True), last
+        first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
+        same_rest = memoryview(body)[close_at:] == memoryview(last.body)[last.close :]
+        try:
+            if same_rest:
+                elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close_at] + b"]")
+                request = self.with_elements(last.request, elements)
+            else:
+                new = self.validate(body[: last.array_open] + body[first:close_at] + body[close_at:])
+                elements = last.elements[: mark.count] + self.elements(new)
+                request = self.with_elements(new, elements)
+        except Exception:
+            return None
+        kept = list(last.marks[: last.marks.index(mark) + 1])
+        marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
+        digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
+        digest.update(memoryview(body)[marks[-1].offset :])
+        return ReadBody(request, digest, True), _Last(body, last.array_open, close_at, marks, elements, request)
+
+
+def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tuple[_Mark, ...]:
+    """`marks` followed by a mark at each of `ends` (byte offset, element count), the last KEPT kept."""
+    for end, count in ends:
+        previous = marks[-1]
+        digest = previous.digest.copy()
+        digest.update(memoryview(body)[previous.offset : end])
+        marks.append(_Mark(end, count, digest))
+    return tuple(marks[-KEPT:])
+
+
+def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
+    """The marks of a body read whole; None when its array cannot be found (the next body is read whole too)."""
+    try:
+        text = body.decode()
+        opened, ends, close = _find_array(text, key)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if len(ends) != len(elements):
+        return None
+    candidates = [(opened, 0), *((end, count + 1) for count, end in enumerate(ends))][-KEPT:]
+    array_open, *offsets, close_at = _byte_offsets(text, [opened, *(position for position, _ in candidates), close], 0)
+    first = _Mark(offsets[0], candidates[0][1], hashlib.blake2b(memoryview(body)[: offsets[0]], digest_size=16))
+    later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
+    return _Last(body, array_open, close_at, _extend([first], body, later), elements, request)
+
+
+def _byte_offsets(text: str, positions: list[int], base: int) -> list[int]:
+    """Ascending character positions of `text` as byte offsets (plus `base`) of its UTF-8 encoding."""
+    offsets, at, byte = [], 0, base
+    for position in positions:
+        byte += len(text[at:position].encode())
+        at = position
+        offsets.append(byte)
+    return offsets
+
+
+def _space(text: str, at: int) -> int:
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
+
+
+def _find_array(text: str, key: str) -> tuple[int, list[int], int]:
+    """In a JSON object: the position just after `key`'s array's `[`, each element's end and the `]`'s position
+    (the last occurrence of `key`, as the JSON readers keep the last of duplicate keys). ValueError otherwise."""
+    at = _space(text, 0)
+    if text[at : at + 1] != "{":
+        raise ValueError("not an object")
+    at = _space(text, at + 1)
+    found: tuple[int, list[int], int] | None = None
+    if text[at : at + 1] == "}":
+        raise ValueError("no array")
+    while True:
+        if text[at : at + 1] != '"':
+            raise ValueError("no key")
+        name, at = _decoder.raw_decode(text, at)
+        at = _space(text, at)
+        if text[at : at + 1] != ":":
+            raise ValueError("no colon")
+        at = _space(text, at + 1)
+        if name == key and text[at : at + 1] == "[":
+            _, ends, close = _continue_array(text, at + 1, True)
+            found, at = (at + 1, ends, close), close + 1
+        else:
+            _, at = _decoder.raw_decode(text, at)
+        at = _space(text, at)
+        if text[at : at + 1] == "}":
+            break
+        if text[at : at + 1] != ",":
+            raise ValueError("no comma")
+        at = _space(text, at + 1)
+    if found is None:
+        raise ValueError("no array")
+    return found
+
+
+def _continue_array(text: str, at: int, empty: bool) -> tuple[list[int], list[int], int]:
+    """From just after an array's `[` (`empty`) or just after one of its elements: each further element's start
+    and end and the closing `]`'s position. ValueError when it is not a well-formed continuation."""
+    starts: list[int] = []
+    ends: list[int] = []
+    at = _space(text, at)
+    while text[at : at + 1] != "]":
+        if not empty or ends:
+            if text[at : at + 1] != ",":
+                raise ValueError("no comma")
+            at = _space(text, at + 1)
+        starts.append(at)
+        _, at = _decoder.raw_decode(text, at)
+        ends.append(at)
+        at = _space(text, at)
+    return starts, ends, at

@@ -1,0 +1,163 @@
+"""A resent body read from the previous body's prefix gives the request and digest a whole read gives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tito.families import get_family
+from tito.server.dialects import anthropic, responses
+from tito.server.dialects.signing import RoundTripSigner
+from tito.server.errors import BadRequestError
+from tito.server.models import ChatCompletionRequest
+from tito.server.sessions.resent_prefix import ResentPrefix
+from tito.server.turns.completions import chat_body_reader, parse_chat_request
+
+
+def reader() -> ResentPrefix[ChatCompletionRequest]:
+    return chat_body_reader()
+
+
+def check(prefix: ResentPrefix[ChatCompletionRequest], body: bytes, from_prefix: bool) -> ChatCompletionRequest:
+    read = prefix.read(body)
+    whole = parse_chat_request(body)
+    assert read.from_prefix is from_prefix
+    assert read.request.model_dump() == whole.model_dump()
+    assert read.digest.hexdigest() == hashlib.blake2b(body, digest_size=16).hexdigest()
+    return read.request
+
+
+def body(messages: list[dict[str, Any]], indent: int | None = None, **fields: Any) -> bytes:
+    return json.dumps({"model": "m", "messages": messages, **fields}, indent=indent, ensure_ascii=False).encode()
+
+
+def turns(count: int) -> list[dict[str, Any]]:
+    rng = random.Random(count)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief. ü ✓ 漢字"}]
+    for turn in range(count):
+        messages.append({"role": "user", "content": f"step {turn} " + "x" * rng.randrange(0, 50) + " ✓"})
+        messages.append({"role": "assistant", "content": f"done {turn}", "extra": {"n": [1, 2.5, None]}})
+    return messages
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_growing_conversation_is_read_from_the_previous_bodys_prefix(indent: int | None) -> None:
+    prefix = reader()
+    tools = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]
+    messages = turns(12)
+    for count in range(1, 12):
+        check(prefix, body(messages[: 2 * count], indent, tools=tools, stream=True), count > 1)
+
+
+def test_the_same_body_again_reads_as_before_and_a_changed_field_reads_whole() -> None:
+    prefix = reader()
+    first = check(prefix, body(turns(3)), False)
+    assert check(prefix, body(turns(3)), True) is first
+    check(prefix, body(turns(3), temperature=0.5), False)
+    check(prefix, body([*turns(3), {"role": "user", "content": "more"}], temperature=0.7, tools=[]), True)
+
+
+def test_rewritten_last_messages_read_from_the_first_rewritten_one() -> None:
+    """Claude Code moves its cache marks on the last messages each turn: the bytes part a few elements back."""
+    prefix = reader()
+    messages = turns(6)
+    check(prefix, body(messages), False)
+    messages[-1] = {**messages[-1], "cache_control": {"type": "ephemeral"}}
+    messages[-3] = {**messages[-3], "content": "rewritten"}
+    check(prefix, body([*messages, {"role": "user", "content": "next"}]), True)
+
+
+def test_a_changed_early_message_or_a_shorter_conversation_is_read_whole() -> None:
+    prefix = reader()
+    messages = turns(8)
+    check(prefix, body(messages), False)
+    changed = [{"role": "system", "content": "Other."}, *messages[1:], {"role": "user", "content": "go"}]
+    check(prefix, body(changed), False)
+    check(prefix, body(changed[:5]), False)
+
+
+def test_an_invalid_new_message_is_refused_naming_its_place_in_the_whole_array() -> None:
+    prefix = reader()
+    messages = turns(4)
+    check(prefix, body(messages), False)
+    with pytest.raises(BadRequestError, match=r"messages\[9\]"):
+        prefix.read(body([*messages, "not an object"]))
+    with pytest.raises(BadRequestError):
+        prefix.read(body(messages)[:-3] + b",{]}")
+    check(prefix, body([*messages, {"role": "user", "content": "ok"}]), True)
+
+
+def test_anthropic_and_responses_bodies_are_read_from_the_previous_ones_prefix_too() -> None:
+    conversation = turns(6)
+    anthropic_reader, responses_reader = anthropic.body_reader(), responses.body_reader()
+    for count in range(1, 6):
+        messages = [m for m in conversation[1 : 2 * count] if m["role"] in ("user", "assistant")]
+        messages = [{"role": m["role"], "content": m["content"]} for m in messages]
+        asked = json.dumps({"model": "m", "max_tokens": 64, "messages": messages, "stream": True}).encode()
+        read = anthropic_reader.read(asked)
+        assert read.from_prefix is (count > 1)
+        assert read.request.model_dump() == anthropic.parse_request(asked).model_dump()
+        assert read.digest.hexdigest() == hashlib.blake2b(asked, digest_size=16).hexdigest()
+        asked = json.dumps({"model": "m", "input": messages, "instructions": "Be brief."}).encode()
+        read = responses_reader.read(asked)
+        assert read.from_prefix is (count > 1)
+        assert read.request.model_dump() == responses.parse_request(asked).model_dump()
+    assert not responses_reader.read(b'{"input": "a string"}').from_prefix
+    with pytest.raises(BadRequestError, match="max_tokens"):
+        anthropic_reader.read(json.dumps({"messages": [*messages, {"role": "user", "content": "x"}]}).encode())
+
+
+def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_request() -> None:
+    session: Any = SimpleNamespace(translations={}, session_id="s")
+    signer = RoundTripSigner.for_journal(None)
+    family = get_family("qwen3")
+    reader = anthropic.body_reader()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
+    tools = [{"name": "run", "description": "Run a command.", "input_schema": {"type": "object"}}]
+    for turn in range(5):
+        asked = {"model": "m", "max_tokens": 64, "system": "Be brief.", "messages": messages, "tools": tools}
+        request = reader.read(json.dumps(asked).encode()).request
+        reused = anthropic.chat_request_reusing(request, session, signer, family)
+        assert reused.model_dump() == anthropic.chat_request(request, session, signer, family).model_dump()
+        call = {"type": "tool_use", "id": f"call-{turn}", "name": "run", "input": {"cmd": "pytest"}}
+        result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
+        messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    assert len(session.translations["anthropic"][0].ends) == len(messages) - 2
+
+
+def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assistant_turn() -> None:
+    session: Any = SimpleNamespace(translations={}, session_id="s")
+    signer = RoundTripSigner.for_journal(None)
+    family = get_family("qwen3")
+    reader = responses.body_reader()
+    tools = [{"type": "function", "name": "run", "parameters": {"type": "object"}}]
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
+    for turn in range(5):
+        asked = {"model": "m", "instructions": "Be brief.", "input": items, "tools": tools}
+        request = reader.read(json.dumps(asked).encode()).request
+        request_tools = responses.request_tools(request, "drop")
+        reused = responses.chat_request_reusing(request, request_tools, session, signer, family)
+        whole = responses.chat_request(request, request_tools, session, signer, family)
+        assert reused.model_dump() == whole.model_dump()
+        said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]}
+        call = {"type": "function_call", "call_id": f"c{turn}", "name": "run", "arguments": '{"cmd": "pytest"}'}
+        output = {"type": "function_call_output", "call_id": f"c{turn}", "output": "1 failed ✓"}
+        # a turn's assistant items (text, then a call) are one chat message: a resend that stopped after the text
+        # must not reuse a translation cut inside it
+        items = [*items, said, call, output] if turn % 2 else [*items, said]
+
+
+def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previous_body() -> None:
+    prefix = reader()
+    main, side = turns(6), [{"role": "system", "content": "Summarise."}, {"role": "user", "content": "the log"}]
+    check(prefix, body(main[:3]), False)
+    check(prefix, body(side), True)  # from the head the two share, kept apart from the main conversation
+    for count in range(5, 13, 2):
+        check(prefix, body(main[:count]), True)
+        side = [*side, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"more {count}"}]
+        check(prefix, body(side), True)

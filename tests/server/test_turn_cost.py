@@ -1,0 +1,83 @@
+"""A turn's CPU does not grow with the history: the same appended turn costs as much at 32k tokens as at 2k.
+
+Two sessions through the app in this process (no socket: what is timed is the server's work), one holding ~2k
+tokens and one ~32k; the same small turn is sent to each in turn, and this thread's CPU time per turn is compared
+as a ratio in the same run, each side the mean of its fastest third of 20 turns (a shared machine only adds time,
+and its load falls on both alike). Before resent bodies were read from their prefix the ratio was 1.3-1.6.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import time
+from typing import Any
+
+import orjson
+
+from tito.engines.instant import InstantEngine
+from tito.server import ServerOptions, ServerState, create_app
+from tito.server.commands.launch import instant_reply_ids
+from tito.tokenizer import get_tito_tokenizer
+from tito.tokenizer_loading import LocalTokenizer
+
+WORDS = ("def", "class", "return", "import", "self", "value", "error", "test", "passed", "failed", "line", "file")
+
+
+async def post(app: Any, path: str, body: Any) -> Any:
+    payload = orjson.dumps(body)
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+    }  # fmt: skip
+    chunks: list[bytes] = []
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.sleep(3600)
+        sent = True
+        return {"type": "http.request", "body": payload, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return orjson.loads(b"".join(chunks))
+
+
+def text(tokens: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choices(WORDS, k=tokens))
+
+
+def test_a_turn_costs_the_same_cpu_at_32k_tokens_as_at_2k(qwen3_tokenizer: LocalTokenizer) -> None:
+    reply = instant_reply_ids(get_tito_tokenizer(qwen3_tokenizer, "qwen3"))
+    app = create_app(ServerState(qwen3_tokenizer, InstantEngine(lambda _: reply), ServerOptions(family="qwen3")))
+
+    async def run() -> dict[int, list[float]]:
+        histories: dict[int, list[dict[str, Any]]] = {}
+        paths: dict[int, str] = {}
+        for size in (2_000, 32_000):
+            session = (await post(app, "/sessions", {}))["session_id"]
+            paths[size] = f"/sessions/{session}/v1/chat/completions"
+            histories[size] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text(size, 0)}]
+        cpu: dict[int, list[float]] = {2_000: [], 32_000: []}
+        for turn in range(22):
+            for size, messages in histories.items():
+                started = time.thread_time()
+                answer = await post(app, paths[size], {"messages": messages})
+                spent = time.thread_time() - started
+                if turn >= 2:  # the first builds the history; the second warms what the first turn did not use
+                    cpu[size].append(spent)
+                messages += [answer["choices"][0]["message"], {"role": "user", "content": text(150, turn + 1)}]
+        return cpu
+
+    cpu = asyncio.run(run())
+    small, large = (statistics.mean(sorted(cpu[size])[:7]) for size in (2_000, 32_000))
+    assert large / small <= 1.2, f"a turn at 32k tokens costs {large * 1e3:.2f} ms of CPU, at 2k {small * 1e3:.2f} ms"
