@@ -16,8 +16,10 @@ Anything else falls back to HF, with the reason logged (`tito.fast_encoding`) an
 
 The two regex engines (Oniguruma in `tokenizers`, fancy-regex in tiktoken) and Python's `unicodedata` know
 different Unicode versions: the code points whose class (letter, mark, number, space, case fold) differs between
-the engines, plus those unassigned in Python's tables, are found at build time, and a text holding one goes to HF
-whole, as does a text with a lone surrogate (HF refuses it; tiktoken would replace it).
+the engines, those unassigned in Python's tables and those normalized differently are found at build time, and a
+text holding one goes to HF whole, as does a text with a lone surrogate (HF refuses it; tiktoken would replace it).
+Equality beyond these checks (BPE on any piece) is shown by tests: the conformance matrix, the real-data replay and
+a property test over random Unicode against HF (tests/test_fast_encoding.py).
 
 Imports from tito: cache_dir, tokenizer_loading.
 """
@@ -33,12 +35,12 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import tiktoken
 import tokenizers
-from tokenizers import Regex, pre_tokenizers
+from tokenizers import Regex, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as BackendTokenizer
 
 from tito.cache_dir import tito_cache_dir
@@ -246,8 +248,9 @@ def _every_token_reachable(backend: BackendTokenizer, vocab: dict[str, int], mod
 @cache
 def _exception_class() -> str:
     """A regex character class of the code points where HF and this encoder could disagree: those classed
-    differently by Oniguruma and fancy-regex, and those unassigned in Python's `unicodedata` (its NFC cannot know
-    them). Found once per set of library versions (seconds), then read from tito's cache directory."""
+    differently by Oniguruma and fancy-regex, those unassigned in Python's `unicodedata` (its NFC cannot know them)
+    and those it normalizes unlike HF. Found once per set of library versions (seconds), then read from tito's cache
+    directory."""
     versions = f"{tokenizers.__version__}-{tiktoken.__version__}-{unicodedata.unidata_version}"
     cached = tito_cache_dir() / "fast_encoding" / f"exceptions-{versions}.json"
     if cached.is_file():
@@ -266,7 +269,41 @@ def _differing_code_points() -> list[int]:
     differ = {ord(char) for char in everything if unicodedata.category(char) == "Cn"}
     for pattern in _CLASSES:
         differ |= _members_hf(pattern, everything) ^ _members_tiktoken(pattern, everything)
-    return sorted(differ)
+    return sorted(differ | _normalized_differently(char for char in everything if ord(char) not in differ))
+
+
+def _normalized_differently(chars: Iterable[str]) -> set[int]:
+    """The code points whose decomposition, composition or combining class differ between HF's normalizers and
+    `unicodedata` (their Unicode versions differ). Each is probed after a starter and around combining marks of
+    classes 1 and 230, then each mark around one agreeing mark of every class: a class that differs reorders some
+    pair in one and not in the other."""
+    chars = list(chars)
+    differ = _probed(chars, ["\u0334", "\u0301"])
+    by_class: dict[int, str] = {}
+    for char in chars:
+        ccc = unicodedata.combining(char)
+        if ccc and ccc not in by_class and ord(char) not in differ:
+            by_class[ccc] = char
+    return differ | _probed([char for char in chars if unicodedata.combining(char)], list(by_class.values()))
+
+
+def _probed(chars: list[str], marks: list[str]) -> set[int]:
+    differ: set[int] = set()
+    probes = [(char, "".join(f"a{char}{mark}a{mark}{char}" for mark in marks)) for char in chars]
+    forms: tuple[tuple[Literal["NFC", "NFD"], normalizers.Normalizer], ...] = (
+        ("NFC", normalizers.NFC()),
+        ("NFD", normalizers.NFD()),
+    )
+    for form, hf in forms:
+        for start in range(0, len(probes), 1024):
+            batch = probes[start : start + 1024]
+            joined = "".join(probe for _, probe in batch)
+            if hf.normalize_str(joined) == unicodedata.normalize(form, joined):
+                continue
+            differ.update(
+                ord(char) for char, probe in batch if hf.normalize_str(probe) != unicodedata.normalize(form, probe)
+            )
+    return differ
 
 
 def _members_hf(pattern: str, text: str) -> set[int]:
