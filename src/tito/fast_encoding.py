@@ -136,8 +136,7 @@ def fast_encoder_for(backend: BackendTokenizer) -> Verdict:
             return held[1]
         verdict = _decide(backend)
         _by_backend[id(backend)] = (backend, verdict)
-    log = _log.info if verdict.encoder is not None else _log.warning
-    log("tito: %s", verdict.reason)
+    _log.info("%s", verdict.reason)
     return verdict
 
 
