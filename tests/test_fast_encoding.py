@@ -229,3 +229,9 @@ def test_a_stripped_added_token_stays_on_hf() -> None:
 def test_the_variable_keeps_every_tokenizer_on_hf(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(DISABLE_VARIABLE, "0")
     assert DISABLE_VARIABLE in refusal(tiny_byte_level_bpe(IN_RANK_ORDER))
+
+
+def test_a_tokenizer_that_splits_special_tokens_stays_on_hf() -> None:
+    tokenizer = tiny_byte_level_bpe(IN_RANK_ORDER)
+    tokenizer.encode_special_tokens = True
+    assert "split_special_tokens" in refusal(tokenizer)

@@ -143,6 +143,8 @@ def fast_encoder_for(backend: BackendTokenizer) -> Verdict:
 def _decide(backend: BackendTokenizer) -> Verdict:
     if os.environ.get(DISABLE_VARIABLE, "1") == "0":
         return Verdict(None, f"HF tokenizers: {DISABLE_VARIABLE}=0")
+    if backend.encode_special_tokens:
+        return Verdict(None, "HF tokenizers: the tokenizer encodes special-token text as text (split_special_tokens)")
     spec: dict[str, Any] = orjson.loads(backend.to_str())
     refusal = _refusal(spec)
     if refusal is not None:
@@ -251,7 +253,8 @@ def _exception_class() -> str:
     and those it normalizes unlike HF. Found once per set of library versions (seconds), then read from tito's cache
     directory."""
     versions = f"{tokenizers.__version__}-{tiktoken.__version__}-{unicodedata.unidata_version}"
-    cached = tito_cache_dir() / "fast_encoding" / f"exceptions-{versions}.json"
+    probes = hashlib.sha256(repr(_CLASSES).encode()).hexdigest()[:8]
+    cached = tito_cache_dir() / "fast_encoding" / f"exceptions-{versions}-{probes}.json"
     if cached.is_file():
         points: list[int] = orjson.loads(cached.read_bytes())
     else:
