@@ -6,7 +6,7 @@ HF pipeline has a tiktoken equivalent, checked on the tokenizer's own JSON:
 - the model is a byte-level BPE (no dropout, byte fallback, subword prefix or word suffix), its ranks are the vocab
   ids of the tokens' bytes, and its merges come in rank order of the tokens they make (tiktoken merges by rank);
 - without `ignore_merges`, every vocab token is what the merges make of its own bytes (tiktoken looks a whole piece
-  up before merging): checked once per vocabulary and remembered in tito's cache directory;
+  up before merging); both merge checks run once per vocabulary, remembered in tito's cache directory;
 - the pre-tokenizer is one `Split` (isolated) by a pattern audited for tiktoken, then `ByteLevel` without its own
   regex or prefix space; the normalizer is none or NFC (applied here with `unicodedata`, per piece between added
   tokens, as HF does);
@@ -218,32 +218,36 @@ def _build_encoding(
         return None, "the vocabulary lacks some of the 256 single bytes"
     if sorted(ranks.values()) != list(range(len(ranks))):
         return None, "the vocab ids are not 0..n-1"
+    refusal = _merges_refusal(model, vocab, backend, model_key)
+    if refusal is not None:
+        return None, refusal
+    encoding = tiktoken.Encoding(f"tito-{model_key[:12]}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    return encoding, f"{len(ranks)} ranks, merges in rank order"
+
+
+def _merges_refusal(model: dict[str, Any], vocab: dict[str, int], backend: BackendTokenizer, key: str) -> str | None:
+    """Why the merges are not tiktoken's rank-ordered BPE; None when they are. A vocabulary shown so is remembered
+    in tito's cache directory (the check takes seconds, the vocabulary is the same every start)."""
+    proof = tito_cache_dir() / "fast_encoding" / f"{key}.proven"
+    if proof.is_file():
+        return None
     last = -1
     for merge in model["merges"]:
         left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
         made = vocab.get(left + right)
         if made is None or made < last:
-            return None, f"the merge {left!r} + {right!r} is not in rank order of the tokens merges make"
+            return f"the merge {left!r} + {right!r} is not in rank order of the tokens merges make"
         last = made
-    if not model.get("ignore_merges") and not _every_token_reachable(backend, vocab, model_key):
-        return None, "some vocab token is not what the merges make of its bytes (tiktoken would look it up whole)"
-    encoding = tiktoken.Encoding(f"tito-{model_key[:12]}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
-    return encoding, f"{len(ranks)} ranks, merges in rank order"
-
-
-def _every_token_reachable(backend: BackendTokenizer, vocab: dict[str, int], model_key: str) -> bool:
-    """Whether the BPE turns each token's own bytes into that token; the answer is kept per vocabulary on disk."""
-    proof = tito_cache_dir() / "fast_encoding" / f"{model_key}.reachable"
-    if proof.is_file():
-        return True
-    model_only = BackendTokenizer(backend.model)
-    tokens = list(vocab)
-    encodings = model_only.encode_batch_fast(tokens, add_special_tokens=False)
-    if any(encoding.ids != [vocab[token]] for token, encoding in zip(tokens, encodings, strict=True)):
-        return False
+    if not model.get("ignore_merges"):
+        # tiktoken looks a whole piece up first; HF without ignore_merges only merges, so each token must be what the
+        # merges make of its own bytes.
+        tokens = list(vocab)
+        made_of = BackendTokenizer(backend.model).encode_batch_fast(tokens, add_special_tokens=False)
+        if any(encoding.ids != [vocab[token]] for token, encoding in zip(tokens, made_of, strict=True)):
+            return "some vocab token is not what the merges make of its bytes (tiktoken would look it up whole)"
     proof.parent.mkdir(parents=True, exist_ok=True)
-    proof.write_text("every vocab token reachable by its merges\n", encoding="utf-8")
-    return True
+    proof.write_text("merges in rank order; without ignore_merges, every token made by its merges\n", encoding="utf-8")
+    return None
 
 
 @cache
@@ -254,16 +258,15 @@ def _exception_class() -> str:
     directory."""
     versions = f"{tokenizers.__version__}-{tiktoken.__version__}-{unicodedata.unidata_version}"
     probes = hashlib.sha256(repr(_CLASSES).encode()).hexdigest()[:8]
-    cached = tito_cache_dir() / "fast_encoding" / f"exceptions-{versions}-{probes}.json"
+    cached = tito_cache_dir() / "fast_encoding" / f"code-point-class-{versions}-{probes}.json"
     if cached.is_file():
-        points: list[int] = orjson.loads(cached.read_bytes())
-    else:
-        points = _differing_code_points()
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(orjson.dumps(points))
-        partial.replace(cached)
-    return "".join(_ranges(points))
+        return str(orjson.loads(cached.read_bytes()))
+    character_class = "".join(_ranges(_differing_code_points()))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(orjson.dumps(character_class))
+    partial.replace(cached)
+    return character_class
 
 
 def _differing_code_points() -> list[int]:
