@@ -55,8 +55,8 @@ def test_deepseek_v4_stays_on_hf_and_says_why() -> None:
 def test_a_family_tito_encodes_through_tiktoken() -> None:
     """The library's hot path (ContentTokenizer) takes the encoder for the real Qwen tokenizer and for stand-ins."""
     for family in ("qwen3", "qwen35", "glm47"):
-        encoding = family_tito(family)._content.fast_encoding
-        assert encoding is not None and encoding.encoder is not None, (family, encoding)
+        assert family_tito(family).encoder_reason.startswith("tiktoken"), family
+    assert family_tito("deepseekv4").encoder_reason.startswith("HF tokenizers: the pre-tokenizer")
 
 
 def special_tokens(name: str) -> list[str]:
