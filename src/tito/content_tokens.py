@@ -12,7 +12,7 @@ Content spans are found by rendering once more with each marked content wrapped 
 characters (outside its leading and trailing whitespace, which templates may strip); removing the sentinels
 must give the plain render back, else the template transforms content and the mode cannot apply.
 
-Imports from tito: errors, messages, tokenizer_protocol.
+Imports from tito: errors, fast_encoding, messages, tokenizer_loading, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from typing import Literal, get_args
 from tokenizers import Tokenizer as BackendTokenizer
 
 from tito.errors import ConfigurationError, TemplateRenderError
+from tito.fast_encoding import fast_encoder_for
 from tito.messages import KNOWN_ROLES, Message
+from tito.tokenizer_loading import without_added_tokens
 from tito.tokenizer_protocol import Tokenizer
 
 ContentMode = Literal["control", "text"]
@@ -94,6 +96,10 @@ class ContentTokenizer:
         by_length = sorted(self._control_ids, key=len, reverse=True)
         self._control_pattern = re.compile("|".join(map(re.escape, by_length))) if by_length else None
         self._plain_backend: BackendTokenizer | None = None
+        backend = _backend(tokenizer)
+        self.fast_encoding = fast_encoder_for(backend) if backend is not None else None
+        """tiktoken's encoder where it is shown to give this tokenizer's ids (built once per tokenizer), and why."""
+        self._fast = self.fast_encoding.encoder if self.fast_encoding is not None else None
 
     @staticmethod
     def _control_tokens(tokenizer: Tokenizer, markers: Sequence[str]) -> dict[str, int]:
@@ -163,6 +169,8 @@ class ContentTokenizer:
     def encode(self, render: MarkedRender) -> list[int]:
         """The canonical ids: control tokens only outside content spans, every other piece as plain text."""
         if not render.content_spans or self._control_pattern is None:
+            if self._fast is not None:
+                return self._fast.encode(render.text)
             return list(self.tokenizer.encode(render.text, add_special_tokens=False))
         text, ids, pending, position = render.text, [], [], 0
         for start, end in [*render.content_spans, (len(text), len(text))]:
@@ -179,6 +187,8 @@ class ContentTokenizer:
     def _plain_ids(self, text: str) -> list[int]:
         if not text:
             return []
+        if self._fast is not None:
+            return self._fast.encode_ordinary(text)
         if self._plain_backend is None:
             self._plain_backend = _without_added_tokens(self.tokenizer)
         return list(self._plain_backend.encode(text, add_special_tokens=False).ids)
@@ -194,16 +204,11 @@ def _backend(tokenizer: Tokenizer) -> BackendTokenizer | None:
 
 
 def _without_added_tokens(tokenizer: Tokenizer) -> BackendTokenizer:
-    """The same normalizer, pre-tokenizer and model (shared, not copied) with no added tokens: ordinary-text ids."""
+    """The tokenizer's ordinary-text ids: its backend without added tokens."""
     backend = _backend(tokenizer)
     if backend is None:
         raise ConfigurationError(
             "content_special_tokens='text' needs a `tokenizers`-backed tokenizer (a transformers fast tokenizer or "
             "tito.load_tokenizer); use 'control' with this one"
         )
-    plain = BackendTokenizer(backend.model)
-    if backend.normalizer is not None:
-        plain.normalizer = backend.normalizer
-    if backend.pre_tokenizer is not None:
-        plain.pre_tokenizer = backend.pre_tokenizer
-    return plain
+    return without_added_tokens(backend)

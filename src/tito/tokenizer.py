@@ -147,6 +147,12 @@ class TitoTokenizer:
             self._check_junction_declaration()
 
     @property
+    def encoder_reason(self) -> str:
+        """How appended text is encoded and why: tiktoken where shown equal to the tokenizer, else its own encode."""
+        verdict = self._content.fast_encoding
+        return verdict.reason if verdict is not None else "the tokenizer's own encode (not a `tokenizers` backend)"
+
+    @property
     def stop_token_ids(self) -> tuple[int, ...]:
         """The ids the engine stops on, in the family's declared order."""
         return tuple(self._stop_ids)

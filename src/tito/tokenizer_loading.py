@@ -71,6 +71,8 @@ _QWEN35_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*"""
     r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
+QWEN_PRE_TOKENIZER_PATTERNS = (_QWEN3_PATTERN, _QWEN35_PATTERN)
+"""The Qwen families' split patterns (tito.fast_encoding encodes with them through tiktoken)."""
 # The 26 added tokens of Qwen3 and Qwen3.5, in id order after the BPE ranks: (content, special).
 _QWEN_ADDED: tuple[tuple[str, bool], ...] = (
     *((token, True) for token in (
@@ -250,6 +252,16 @@ def load_tokenizer(source: str | os.PathLike[str]) -> LocalTokenizer:
     raise ConfigurationError(
         f"{str(source)!r} is neither a tokenizer directory nor a builtin tokenizer ({', '.join(BUILTIN_TOKENIZERS)})"
     )
+
+
+def without_added_tokens(backend: BackendTokenizer) -> BackendTokenizer:
+    """The same normalizer, pre-tokenizer and model (shared, not copied) with no added tokens: ordinary-text ids."""
+    plain = BackendTokenizer(backend.model)
+    if backend.normalizer is not None:
+        plain.normalizer = backend.normalizer
+    if backend.pre_tokenizer is not None:
+        plain.pre_tokenizer = backend.pre_tokenizer
+    return plain
 
 
 def build_proxy_tokenizer(special_tokens: Sequence[str], base: str = "qwen3") -> LocalTokenizer:
