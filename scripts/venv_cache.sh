@@ -1,4 +1,4 @@
-# Sourced by the .ci/run stages that need a venv of their own (trainers, Ray, strands): each venv lives under
+# Sourced by the .ci/run stages that need a venv of their own (trainers, Ray, the agent frameworks strands, autogen and inspect-ai): each venv lives under
 # ${TITO_CACHE_DIR:-~/.cache/tito}/venvs/NAME, outside the checkout, and is rebuilt only when what built it changed
 # (the calling script and tito's installable dependencies in pyproject.toml: the core list and every extra but `test`,
 # hashed into a stamp inside the venv; markers, tool settings and the test extra change often and install nothing
