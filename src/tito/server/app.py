@@ -1,5 +1,6 @@
-"""The FastAPI app: each room's routes included, the middlewares (API key, ownership, turn gate, inspector page,
-access log), error bodies, the TTL sweeper and the journal's lifetime.
+"""The FastAPI app: each room's routes included, the middlewares (access log, inspector page, API key, ownership,
+and innermost the turn lane: the turn routes as plain ASGI behind the turn gate), error bodies, the TTL sweeper and
+the journal's lifetime.
 
 Imports from tito: errors, server (its modules).
 """
@@ -22,20 +23,21 @@ from tito.errors import TitoError
 from tito.server.access_log import AccessLogMiddleware
 from tito.server.dialects.routes import dialect_routes
 from tito.server.discovery import discovery_routes
-from tito.server.errors import BadRequestError, UnauthorizedError, error_body, error_headers
+from tito.server.errors import BadRequestError, UnauthorizedError, error_body, openai_error
 from tito.server.inspection.read_api import LiveSessions, read_routes
 from tito.server.inspection.ui import InspectorPageMiddleware
 from tito.server.metrics import ServerMetrics
 from tito.server.openapi import tito_openapi
 from tito.server.probes import probe_routes
-from tito.server.replies import error_response
+from tito.server.replies import error_reply, error_response
 from tito.server.scaleout.load import load_routes
 from tito.server.scaleout.ownership import OwnershipMiddleware, SharedJournalOwner
 from tito.server.sessions.journaling import open_server_journal
 from tito.server.sessions.routes import session_routes
 from tito.server.state import ServerState
+from tito.server.turn_lane import TurnLane, turn_endpoints
 from tito.server.turns.chat_route import chat_routes
-from tito.server.turns.drain import TurnGateMiddleware, admin_routes
+from tito.server.turns.drain import admin_routes
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +87,9 @@ def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="tito", lifespan=lifespan)
     app.state.tito = state
     app.state.ownership = owner
-    app.add_middleware(TurnGateMiddleware, gate=state.gate)  # innermost: a turn is counted until its reply is sent
+    _add_routes(app, state, owner)
+    # Innermost first: the turn lane runs the turn routes' endpoints straight from the middlewares (server.turn_lane).
+    app.add_middleware(TurnLane, gate=state.gate, metrics=metrics, endpoints=turn_endpoints(app.router.routes))
     if owner is not None:
         app.add_middleware(OwnershipMiddleware, owner=owner)
     if options.api_key is not None:
@@ -95,10 +99,7 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
-        metrics.count_error(exc)
-        response = error_response(error_body(exc), exc.http_status)
-        response.headers.update(error_headers(exc))
-        return response
+        return error_reply(exc, openai_error, metrics)
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -112,12 +113,15 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> Response:
-        metrics.errors.labels("InternalError").inc()
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        return error_response({"error": {"type": "InternalError", "message": message}}, 500)
+        return error_reply(exc, openai_error, metrics)
 
-    # The rooms' routers, in matching order. Their routes join the app's own list (FastAPI 0.16x's include_router
-    # keeps an included router whole and lazy, and the OpenAPI schema and its tests read `app.routes`).
+    app.openapi = lambda: tito_openapi(app)  # type: ignore[method-assign]  # the bodies the routes read themselves
+    return app
+
+
+def _add_routes(app: FastAPI, state: ServerState, owner: SharedJournalOwner | None) -> None:
+    """The rooms' routers, in matching order. Their routes join the app's own list (FastAPI 0.16x's include_router
+    keeps an included router whole and lazy, and the OpenAPI schema and its tests read `app.routes`)."""
     for router in (
         probe_routes(state, owner),  # /health, /ready, /metrics
         load_routes(state, lambda: owner is None or owner.serving),  # GET /load: what a session pool places by
@@ -129,9 +133,6 @@ def create_app(state: ServerState) -> FastAPI:
         admin_routes(state),  # weight-update drain: pause, turns in flight, drain, resume
     ):
         app.router.routes.extend(router.routes)
-
-    app.openapi = lambda: tito_openapi(app)  # type: ignore[method-assign]  # the bodies the routes read themselves
-    return app
 
 
 async def _sweep_expired(state: ServerState) -> None:

@@ -121,3 +121,10 @@ class PausedError(RetryableError):
     """Turns are paused for a weight update (`POST /admin/pause`): a 429 the SDKs retry after `Retry-After`."""
 
     http_status = 429
+
+
+def openai_error(exc: Exception) -> tuple[dict[str, Any], int]:
+    """OpenAI's error shape (`error_body`) and the status, for any failure: one that is no TitoError is a 500."""
+    if isinstance(exc, TitoError):
+        return error_body(exc), exc.http_status
+    return {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}, 500

@@ -1,18 +1,21 @@
 """The replies and the request body every route shares: JSON, an error (not retried by the SDKs unless 429), and
 the body read under the server's size limit.
 
-Imports from tito: server.errors, trajectory.codec.
+Imports from tito: errors, server.errors, server.metrics, trajectory.codec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 
-from tito.server.errors import BodyTooLargeError, ClientDisconnectedError
+from tito.errors import TitoError
+from tito.server.errors import BodyTooLargeError, ClientDisconnectedError, error_headers
+from tito.server.metrics import ServerMetrics
 from tito.trajectory.codec import json_bytes
 
 
@@ -27,6 +30,24 @@ def error_response(body: Any, status: int) -> Response:
     response = json_response(body, status)
     if 400 <= status < 500 and status != 429:
         response.headers["x-should-retry"] = "false"
+    return response
+
+
+ErrorShape = Callable[[Exception], tuple[dict[str, Any], int]]
+"""A dialect's error body and status for a failure (server.errors.openai_error, the dialects' `error_body`)."""
+
+
+def error_reply(exc: Exception, shape: ErrorShape, metrics: ServerMetrics) -> Response:
+    """The reply to a route's failure in its dialect's `shape`, counted; `Retry-After` when the client should
+    retry later (e.g. an engine that is down)."""
+    if isinstance(exc, TitoError):
+        metrics.count_error(exc)
+    else:
+        metrics.errors.labels("InternalError").inc()
+    body, status = shape(exc)
+    response = error_response(body, status)
+    if isinstance(exc, TitoError):
+        response.headers.update(error_headers(exc))
     return response
 
 

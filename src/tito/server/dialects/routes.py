@@ -25,9 +25,8 @@ from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
 from tito.server.dialects.edge import labeller, new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
-from tito.server.errors import error_headers
 from tito.server.models import ChatCompletionRequest
-from tito.server.replies import error_response, json_response, read_body
+from tito.server.replies import ErrorShape, error_reply, json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
@@ -37,7 +36,6 @@ from tito.server.turns.retries import request_key, unmarked_key
 from tito.server.turns.streaming import SseResponse, StreamEncoder, replay_committed, stream_turn
 from tito.trajectory.events import TurnCommitted
 
-ErrorShape = Callable[[Exception], tuple[dict[str, Any], int]]
 EncoderFactory = Callable[[str, int], StreamEncoder]
 """A dialect's stream encoder for a response id and the prompt's token count."""
 
@@ -74,15 +72,7 @@ def dialect_routes(state: ServerState) -> APIRouter:
         try:
             return await handler()
         except Exception as exc:
-            if isinstance(exc, TitoError):
-                state.metrics.count_error(exc)
-            else:
-                state.metrics.errors.labels("InternalError").inc()
-            body, status = shape(exc)
-            response = error_response(body, status)
-            if isinstance(exc, TitoError):
-                response.headers.update(error_headers(exc))  # e.g. Retry-After on an engine that is down
-            return response
+            return error_reply(exc, shape, state.metrics)
 
     def streamed(
         prepared: PreparedTurn | TurnCommitted, request: Request, asked: DialectTurn, started: float

@@ -4,35 +4,29 @@ with a new weight version.
 An asynchronous RL trainer updates the engines' weights while agents run. Before an update it pauses tito
 (`POST /admin/pause`, `reject`: new turns get 429 with `Retry-After`; `hold`: they wait), waits for the turns in
 flight to end (`POST /admin/drain`), updates the engines, and resumes (`POST /admin/resume` with the new weight
-version). The gate itself is server.turns.turn_gate; `TurnGateMiddleware` puts it in front of every turn route. The
+version). The gate itself is server.turns.turn_gate; server.turn_lane puts it in front of every turn route. The
 weight version given on resume is recorded on the turns whose engine reports none
 (`GuardedEngine.declared_weight_version`); an engine that reports its own (SGLang, vLLM's generate endpoint) is
 believed, every version it reported during a turn.
 
-Imports from tito: server.dialects, server.errors, server.models, server.replies, server.state, server.turns.turn_gate.
+Imports from tito: server.errors, server.models, server.replies, server.state, server.turns.turn_gate.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tito.server.dialects import anthropic, responses
-from tito.server.errors import BadRequestError, PausedError, error_body, retry_headers, validation_error
+from tito.server.errors import BadRequestError, validation_error
 from tito.server.models import RequestModel
 from tito.server.replies import json_response, read_body
 from tito.server.state import ServerState
-from tito.server.turns.turn_gate import PauseMode, TurnGate
+from tito.server.turns.turn_gate import PauseMode
 
-TURN_ROUTE = re.compile(r"^/sessions/[^/]+/v1/(chat/completions|messages|responses)$")
-"""The routes that run a turn (Anthropic's count_tokens does not)."""
 _Body = TypeVar("_Body", bound=BaseModel)
 
 
@@ -104,33 +98,3 @@ async def _body(request: Request, model: type[_Body], max_body_bytes: int) -> _B
         return model.model_validate_json(body) if body.strip() else model()
     except ValidationError as exc:
         raise validation_error(exc) from None
-
-
-class TurnGateMiddleware:
-    """Every turn route passes `TurnGate.turn()` for the whole of its reply (a stream until its last event); a
-    refusal is answered in the route's dialect, with `Retry-After` and `retry-after-ms`."""
-
-    def __init__(self, app: ASGIApp, gate: TurnGate) -> None:
-        self.app = app
-        self.gate = gate
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or TURN_ROUTE.match(scope["path"]) is None:
-            await self.app(scope, receive, send)
-            return
-        try:
-            async with self.gate.turn():
-                await self.app(scope, receive, send)
-        except PausedError as exc:
-            self.gate.metrics.count_error(exc)
-            await _refusal(scope["path"], exc)(scope, receive, send)
-
-
-def _refusal(path: str, exc: PausedError) -> JSONResponse:
-    if path.endswith("/messages"):
-        body, status = anthropic.error_body(exc)
-    elif path.endswith("/responses"):
-        body, status = responses.error_body(exc)
-    else:
-        body, status = error_body(exc), exc.http_status
-    return JSONResponse(body, status_code=status, headers=retry_headers(exc))
