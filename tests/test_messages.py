@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tito.errors import MessageError
 from tito.families.base import ToolArguments
-from tito.messages import normalize_messages
+from tito.messages import check_tool_call_ids, normalize_messages
 
 
 def test_text_parts_become_one_string_and_input_is_not_mutated() -> None:
@@ -39,3 +41,29 @@ def test_object_formats_decode_json_string_arguments_and_reject_bad_json() -> No
     bad = {**call, "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}
     with pytest.raises(MessageError, match="is not valid JSON"):
         normalize_messages([bad], ToolArguments.OBJECT, first_index=4)
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "run", "arguments": "{}"}}
+
+
+def test_a_tool_result_may_answer_a_call_made_many_messages_before_it() -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    messages.append({"role": "assistant", "content": "", "tool_calls": [_call("call_far")]})
+    for turn in range(20):
+        messages += [{"role": "user", "content": f"more {turn}"}, {"role": "assistant", "content": "ok"}]
+    messages.append({"role": "tool", "tool_call_id": "call_far", "content": "done"})
+    check_tool_call_ids(messages, first_new=len(messages) - 1)
+    check_tool_call_ids(messages)
+
+
+def test_only_the_messages_from_first_new_are_checked_and_a_wrong_one_names_its_index_and_the_calls_made() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [_call("call_1")]},
+        {"role": "tool", "tool_call_id": "call_stale", "content": "stored before"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "new"},
+    ]
+    check_tool_call_ids(messages, first_new=3)  # message 2 was checked when it was new
+    with pytest.raises(MessageError, match=r"message 2.*'call_stale' answers no tool call.*'call_1'"):
+        check_tool_call_ids(messages, first_new=2)

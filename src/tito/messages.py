@@ -130,16 +130,27 @@ def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, 
     return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
 
 
-def check_tool_call_ids(messages: Sequence[Mapping[str, Any]]) -> None:
-    """Every tool message's `tool_call_id` answers a call an earlier assistant message made: a result for a call
-    never made would be rendered, and trained on, as the answer to one."""
-    called: list[str] = []
-    for index, message in enumerate(messages):
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
-                called.append(call["id"])
+def check_tool_call_ids(messages: Sequence[Mapping[str, Any]], first_new: int = 0) -> None:
+    """Every tool message from `first_new` on answers, by its `tool_call_id`, a call an earlier assistant message
+    made: a result for a call never made would be rendered, and trained on, as the answer to one. The messages
+    before `first_new` were checked when they were new; each call is looked for backwards from its answer, so a
+    turn pays for the distance to its calls, not for the whole history."""
+    for index in range(first_new, len(messages)):
+        message = messages[index]
         answered = message.get("tool_call_id")
-        if message.get("role") == "tool" and isinstance(answered, str) and answered and answered not in called:
+        if message.get("role") != "tool" or not isinstance(answered, str) or not answered:
+            continue
+        if not any(answered in _call_ids(messages[earlier]) for earlier in range(index - 1, -1, -1)):
+            called = [call_id for earlier in messages[:index] for call_id in _call_ids(earlier)]
             made = ", ".join(repr(call_id) for call_id in called[-8:]) or "none"
             raise MessageError(index, "tool_call_id", f"{answered!r} answers no tool call of this conversation "
                                f"(the calls made before it: {made})")  # fmt: skip
+
+
+def _call_ids(message: Mapping[str, Any]) -> list[str]:
+    """The ids of the tool calls `message` makes."""
+    return [
+        call["id"]
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+    ]

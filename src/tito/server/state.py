@@ -47,9 +47,10 @@ class ServerOptions:
     """max_new_tokens when a request names none and the engine declares no context length."""
     model_name: str | None = None
     """What `/v1/models` and replies call the model; default: the engine's model name."""
-    offload_chars: int = 4_096
-    """Appended text longer than this is rendered and tokenized off the event loop (about 1 ms of tokenizing; the
-    tokenizer releases the GIL, so the loop serves other requests meanwhile)."""
+    offload_chars: int = 32_768
+    """Appended text longer than this is rendered and tokenized off the event loop (about 2 ms of rendering and
+    tokenizing with the tiktoken encoder; the encoders release the GIL, so the loop serves other requests
+    meanwhile). Shorter text is cheaper inline than the hop to a worker thread and back (benchmarks/turn_cpu.py)."""
     trajectory: TrajectoryKind = TrajectoryKind.LINEAR
     """The kind of a session whose `POST /sessions` names none."""
     strict_append_only: bool = False

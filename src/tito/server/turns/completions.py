@@ -125,7 +125,7 @@ async def plan_prompt(
     plan = session.trajectory.plan(request.messages, request.tools, body_fingerprint, is_retry, lineage, structured)
     if plan.idempotent_reply is not None:
         return plan.idempotent_reply
-    check_tool_call_ids(plan.new_messages)
+    check_tool_call_ids(plan.new_messages, len(plan.new_messages) - len(plan.appended))
     appended_chars = sum(len(str(message.get("content") or "")) for message in plan.appended)
     if appended_chars > state.options.offload_chars:
         prompt_ids, kept = await asyncio.to_thread(build_prompt_ids, tito_tokenizer, plan, request.tools)
