@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import jinja2
 import pytest
 
 from tests.conftest import reference_path
 from tito.conformance import TOOLS, shapes
+from tito.errors import TemplateRenderError
+from tito.families import fixed_families, get_family
 from tito.rendering import compile_template, render_template
 
 transformers_templates = pytest.importorskip(
@@ -73,3 +76,26 @@ def test_generation_tag_and_loop_controls_render() -> None:
         "{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}"
     )
     assert render_template(compile_template(source), [{"content": "a"}, {"content": "b"}]) == "a"
+
+
+@pytest.mark.parametrize("family", [name for name in fixed_families() if get_family(name).fixed_template.template])
+def test_a_fixed_template_renders_the_same_outside_the_sandbox_as_in_it(family: str) -> None:
+    """tito's own templates render outside the sandbox (rendering.compile_template's `trusted`): not one byte may
+    change, on every conformance conversation, with and without tools and the generation prompt."""
+    source = get_family(family).fixed_template.source()
+    trusted, sandboxed = compile_template(source, trusted=True), compile_template(source)
+    assert type(trusted.environment) is not type(sandboxed.environment)
+    for messages in corpus():
+        for tools in (None, TOOLS):
+            for generation in (False, True):
+                assert _outcome(trusted, messages, tools, generation) == _outcome(
+                    sandboxed, messages, tools, generation
+                )
+
+
+def _outcome(template: jinja2.Template, messages: list[dict], tools: list | None, generation: bool) -> str:
+    """The render, or the refusal's words (a template may refuse a conversation; both must refuse alike)."""
+    try:
+        return render_template(template, messages, tools, generation)
+    except TemplateRenderError as exc:
+        return f"refused: {exc}"

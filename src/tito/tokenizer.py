@@ -194,7 +194,7 @@ class TitoTokenizer:
             encoder = family.encoder
             assert encoder is not None  # _template_source returns None only for encoder families
             return lambda messages, tools, generation: encoder(messages, tools, generation, kwargs)
-        template = compile_template(source)
+        template = compile_template(source, trusted=family.fixed_template.template is not None)  # tito's own
         return lambda messages, tools, generation: render_template(template, messages, tools, generation, **kwargs)
 
     def _atomic_id(self, token: str) -> int:
