@@ -233,6 +233,7 @@ def _serve(args: argparse.Namespace) -> int:
         return run_workers(args.argv, args.workers, args.host, args.port)
 
     from tito.server import ServerOptions, create_app
+    from tito.server.access_log import DirectLines
     from tito.server.commands.launch import build_state
     from tito.server.commands.running import bound_port, listening_socket, serve_on_socket
     from tito.trajectory.events import TrajectoryKind
@@ -279,7 +280,12 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"tito serve: family {state.tokenizers.family.name}, engine {state.engine.info.name} "
               f"({state.model_name}); agents use base_url http://{args.host}:{bound_port(sock)}/sessions/<id>/v1",
               file=sys.stderr, flush=True)  # fmt: skip
-        serve_on_socket(create_app(state), sock, log_level="warning" if args.log_level == "info" else args.log_level)
+        try:  # the access lines straight to stderr, formatted as the logging lines are, without logging's machinery
+            direct = DirectLines(sys.stderr.fileno(), b"tito serve: tito.access: ")
+        except (AttributeError, OSError, ValueError):  # a stderr with no descriptor (a test capturing it)
+            direct = None
+        app = create_app(state, direct)
+        serve_on_socket(app, sock, log_level="warning" if args.log_level == "info" else args.log_level)
     finally:
         asyncio.run(state.engine.aclose())
     return 0

@@ -3,7 +3,9 @@ time, time waiting on the client), errors included, on the `tito.access` logger 
 
 A pure ASGI middleware times the request and reads the status it sends; a turn's ids and engine time come from
 `note_turn`, which the turn's code calls (through `ServerMetrics.observe_turn`) inside the request's context.
-With INFO off for `tito.access` it only passes the request through.
+With INFO off for `tito.access` it only passes the request through. `tito serve` has the lines written straight to
+its stderr (`DirectLines`), in the same format as its logging lines but without building a LogRecord and passing
+it through handlers and a formatter per request; an app embedded elsewhere logs them through `logging`.
 
 What the times are, in wall time from the request's first event to its reply's last byte:
 - `engine_ms`: waiting on the engine (a whole reply: the call; a stream: the waits for each of its chunks, so the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -32,6 +35,16 @@ from starlette.types import Message as AsgiMessage  # an ASGI event, not a chat 
 logger = logging.getLogger("tito.access")
 
 _SESSION_PATH = re.compile(r"^/sessions/([^/]+)")
+
+
+@dataclass(frozen=True)
+class DirectLines:
+    """Access lines written as `prefix` + JSON + newline to the file descriptor `fd` with one `os.write` each (a
+    line is far below the size a pipe writes atomically), not through `logging`; whether to write one is still
+    the `tito.access` logger's level."""
+
+    fd: int
+    prefix: bytes
 
 
 @dataclass
@@ -75,8 +88,9 @@ def access_line(
 class AccessLogMiddleware:
     """Logs one line per HTTP request once its reply has been sent (a streamed reply: once the stream ended)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, direct: DirectLines | None = None) -> None:
         self.app = app
+        self.direct = direct
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not logger.isEnabledFor(logging.INFO):
@@ -115,5 +129,8 @@ class AccessLogMiddleware:
             _current.reset(token)
             seconds = time.monotonic() - started
             turn = turns[0] if turns else None
-            line = access_line(scope["method"], scope["path"], status, seconds, turn, waiting)
-            logger.info(orjson.dumps(line).decode())
+            line = orjson.dumps(access_line(scope["method"], scope["path"], status, seconds, turn, waiting))
+            if self.direct is None:
+                logger.info(line.decode())
+            else:
+                os.write(self.direct.fd, self.direct.prefix + line + b"\n")

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tito.errors import TitoError
-from tito.server.access_log import AccessLogMiddleware
+from tito.server.access_log import AccessLogMiddleware, DirectLines
 from tito.server.dialects.routes import dialect_routes
 from tito.server.discovery import discovery_routes
 from tito.server.errors import BadRequestError, UnauthorizedError, error_body, openai_error
@@ -61,7 +61,8 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
-def create_app(state: ServerState) -> FastAPI:
+def create_app(state: ServerState, access_lines: DirectLines | None = None) -> FastAPI:
+    """The app; `access_lines`: the access log written straight to a file descriptor, not through `logging`."""
     options = state.options
     registry = state.registry
     metrics = state.metrics
@@ -95,7 +96,7 @@ def create_app(state: ServerState) -> FastAPI:
     if options.api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=options.api_key, metrics=metrics)
     app.add_middleware(InspectorPageMiddleware)  # outside the key check: the page's static shell (no data) needs no key
-    app.add_middleware(AccessLogMiddleware)  # outermost: every request is logged, refused ones too
+    app.add_middleware(AccessLogMiddleware, direct=access_lines)  # outermost: every request is logged, refused ones too
 
     @app.exception_handler(TitoError)
     async def tito_error(request: Request, exc: TitoError) -> Response:
