@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Server
-from tito.server.models import INT32_MAX, INT64_MAX
+from tito.server.models import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH, json_safe
 
 USER = [{"role": "user", "content": "hi"}]
 HUGE = 2**70
@@ -143,3 +143,33 @@ def test_a_tool_result_that_answers_no_call_is_a_400_naming_it(server: Server) -
     refused = server.http.post(f"/sessions/{session_id}/v1/chat/completions", json=chat(messages=orphan))
     assert refused.status_code == 400, refused.text
     assert "message 2: field 'tool_call_id': 'call_never_made' answers no tool call" in refused.text
+
+
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "where", "words"),
+    [
+        ({"a": [1, {"b": 2**64}]}, "", "a[1].b: the integer 18446744073709551616 is outside the 64-bit range"),
+        ({"a": 1, "b": {"c": float("nan")}}, "metadata", "metadata.b.c: nan is not a finite number"),
+        ([0, float("-inf")], "", "[1]: -inf is not a finite number"),
+        (-(2**63) - 1, "seed", "seed: the integer -9223372036854775809 is outside the 64-bit range"),
+        (
+            _nested(MAX_JSON_DEPTH + 2),
+            "",
+            "[0]" * (MAX_JSON_DEPTH + 1) + f": nested deeper than {MAX_JSON_DEPTH} levels",
+        ),
+    ],
+)
+def test_a_value_json_readers_cannot_take_back_is_refused_naming_its_place(
+    value: object, where: str, words: str
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        json_safe(value, where)
+    assert str(refused.value) == words
+    json_safe({"ok": [INT64_MAX, -INT64_MAX - 1, 1.5, None, True, "text", _nested(MAX_JSON_DEPTH - 2)]}, where)

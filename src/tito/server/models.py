@@ -58,27 +58,40 @@ class Within:
 
 def json_safe(value: Any, where: str = "") -> None:
     """Raise ValueError naming the place of a value JSON readers cannot take back exactly: an integer outside the
-    64-bit range, a NaN or infinite float, nesting deeper than MAX_JSON_DEPTH."""
-    _walk(value, where, 0)
+    64-bit range, a NaN or infinite float, nesting deeper than MAX_JSON_DEPTH. The place is spelled only for a
+    value refused: a turn's messages are walked on every request."""
+    problem = _problem(value, 0)
+    if problem is not None:
+        steps, words = problem
+        for step in reversed(steps):
+            where = f"{where}[{step}]" if isinstance(step, int) else (f"{where}.{step}" if where else str(step))
+        raise ValueError(f"{where or 'value'}: {words}")
 
 
-def _walk(value: Any, where: str, depth: int) -> None:
+def _problem(value: Any, depth: int) -> tuple[list[str | int], str] | None:
+    """What is wrong with `value` and the keys and indexes down to it (innermost first), or None."""
     if value is None or isinstance(value, str | bool):
-        return
+        return None
     if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"{where or 'value'}: nested deeper than {MAX_JSON_DEPTH} levels")
+        return [], f"nested deeper than {MAX_JSON_DEPTH} levels"
+    problem = None
     if isinstance(value, int):
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
-            raise ValueError(f"{where or 'value'}: the integer {value} is outside the 64-bit range")
+            return [], f"the integer {value} is outside the 64-bit range"
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where or 'value'}: {value} is not a finite number")
+            return [], f"{value} is not a finite number"
     elif isinstance(value, dict):
         for key, item in value.items():
-            _walk(item, f"{where}.{key}" if where else str(key), depth + 1)
+            if (problem := _problem(item, depth + 1)) is not None:
+                problem[0].append(str(key))
+                return problem
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _walk(item, f"{where}[{index}]", depth + 1)
+            if (problem := _problem(item, depth + 1)) is not None:
+                problem[0].append(index)
+                return problem
+    return problem
 
 
 def _json_object(value: dict[str, Any]) -> dict[str, Any]:
