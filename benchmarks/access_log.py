@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from server_overhead import AsgiClient, build, run_session
+from server_overhead import AsgiClient, build, run_session  # AsgiClient: tests/server/asgi_client.py
 from tito.server import create_app
 from tito.server.access_log import AccessLogMiddleware
 from tito.trajectory.events import TrajectoryKind

@@ -63,6 +63,10 @@ from typing import Any
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test support module below
+
+from tests.server.asgi_client import AsgiClient
+
 from tito.engines.instant import InstantEngine
 from tito.engines.protocol import GenerateRequest
 from tito.journal import FsyncPolicy
@@ -87,42 +91,6 @@ def build(family: str, trajectory: TrajectoryKind) -> tuple[ServerState, Instant
 
 def user_turn(session: int, turn: int) -> dict[str, Any]:
     return {"role": "user", "content": f"Session {session}, step {turn}: run the next check and tell me the result."}
-
-
-class AsgiClient:
-    """POSTs straight into the ASGI app (no socket, no HTTP client library): what is timed is the server's work."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def post(self, path: str, body: Any = None) -> tuple[int, Any]:
-        payload = orjson.dumps(body) if body is not None else b""
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-            "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-            "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
-        }  # fmt: skip
-        sent = False
-        status = 0
-        chunks: list[bytes] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                await asyncio.sleep(3600)
-            sent = True
-            return {"type": "http.request", "body": payload, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, send)
-        return status, orjson.loads(b"".join(chunks)) if chunks else None
 
 
 async def run_session(

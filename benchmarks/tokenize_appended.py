@@ -14,15 +14,14 @@ Run: python benchmarks/tokenize_appended.py [--tokenizers qwen3 qwen35]
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from incremental import best_seconds  # benchmarks/ is the script's directory
 from tito.conformance import TOOLS
 from tito.fast_encoding import DISABLE_VARIABLE, fast_encoder_for
 from tito.tokenizer import get_tito_tokenizer
@@ -56,20 +55,6 @@ def trimmed(tokenizer: Any, text: str, tokens: int = 1000) -> str:
     """The leading part of `text` of about `tokens` tokens."""
     ids = tokenizer.encode(text, add_special_tokens=False)[:tokens]
     return str(tokenizer.decode(ids))
-
-
-def best_seconds(function: Callable[[], object], budget: float = 0.3, minimum: int = 5) -> float:
-    samples: list[float] = []
-    gc.disable()
-    try:
-        deadline = time.perf_counter() + budget
-        while len(samples) < minimum or time.perf_counter() < deadline:
-            start = time.perf_counter()
-            function()
-            samples.append(time.perf_counter() - start)
-    finally:
-        gc.enable()
-    return min(samples)
 
 
 def turn(output: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -14,8 +14,7 @@ import statistics
 import time
 from typing import Any
 
-import orjson
-
+from tests.server.asgi_client import AsgiClient
 from tito.engines.instant import InstantEngine
 from tito.server import ServerOptions, ServerState, create_app
 from tito.server.commands.launch import instant_reply_ids
@@ -25,32 +24,6 @@ from tito.tokenizer_loading import LocalTokenizer
 WORDS = ("def", "class", "return", "import", "self", "value", "error", "test", "passed", "failed", "line", "file")
 
 
-async def post(app: Any, path: str, body: Any) -> Any:
-    payload = orjson.dumps(body)
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-        "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
-    }  # fmt: skip
-    chunks: list[bytes] = []
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            await asyncio.sleep(3600)
-        sent = True
-        return {"type": "http.request", "body": payload, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return orjson.loads(b"".join(chunks))
-
-
 def text(tokens: int, seed: int) -> str:
     rng = random.Random(seed)
     return " ".join(rng.choices(WORDS, k=tokens))
@@ -58,20 +31,22 @@ def text(tokens: int, seed: int) -> str:
 
 def test_a_turn_costs_the_same_cpu_at_32k_tokens_as_at_2k(qwen3_tokenizer: LocalTokenizer) -> None:
     reply = instant_reply_ids(get_tito_tokenizer(qwen3_tokenizer, "qwen3"))
-    app = create_app(ServerState(qwen3_tokenizer, InstantEngine(lambda _: reply), ServerOptions(family="qwen3")))
+    client = AsgiClient(
+        create_app(ServerState(qwen3_tokenizer, InstantEngine(lambda _: reply), ServerOptions(family="qwen3")))
+    )
 
     async def run() -> dict[int, list[float]]:
         histories: dict[int, list[dict[str, Any]]] = {}
         paths: dict[int, str] = {}
         for size in (2_000, 32_000):
-            session = (await post(app, "/sessions", {}))["session_id"]
+            session = (await client.post("/sessions", {}))[1]["session_id"]
             paths[size] = f"/sessions/{session}/v1/chat/completions"
             histories[size] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text(size, 0)}]
         cpu: dict[int, list[float]] = {2_000: [], 32_000: []}
         for turn in range(22):
             for size, messages in histories.items():
                 started = time.thread_time()
-                answer = await post(app, paths[size], {"messages": messages})
+                answer = (await client.post(paths[size], {"messages": messages}))[1]
                 spent = time.thread_time() - started
                 if turn >= 2:  # the first builds the history; the second warms what the first turn did not use
                     cpu[size].append(spent)
