@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from tito.engines.connections import ConnectionPool, HttpProtocolError
-from tito.engines.http import HttpEngineClient, sse_lines
+from tito.engines.http import HttpEngineClient, SseData
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
 
 Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | list[bytes | asyncio.Event | float] | None]]
@@ -398,18 +398,24 @@ async def test_each_wait_for_a_piece_has_the_timeout_not_the_whole_stream():
         await client.aclose()
 
 
-@pytest.mark.asyncio
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
-async def test_sse_lines_end_at_lf_crlf_or_cr_wherever_the_pieces_split(end: bytes):
-    text = b'data: {"a": 1}' + end + end + b": a comment" + end + b"data: [DONE]" + end + end
-
-    async def pieces(split: int) -> AsyncIterator[bytes]:
-        yield text[:split]
-        yield text[split:]
-
+def test_sse_data_lines_end_at_lf_crlf_or_cr_wherever_the_pieces_split(end: bytes):
+    text = (
+        b'data: {"a": 1}' + end + end + b": a comment" + end + b"event: x" + end + b'data:{"b": "[DONE]"}' + end + end
+        + b"data: [DONE]" + end + end + b'data: {"after": 1}' + end
+    )  # fmt: skip
     for split in range(1, len(text)):
-        lines = [line async for line in sse_lines(pieces(split))]
-        assert [line for line in lines if line] == [b'data: {"a": 1}', b": a comment", b"data: [DONE]"], split
+        data = SseData()
+        payloads = data.feed(text[:split]) + data.feed(text[split:]) + data.end()
+        assert [payload.strip() for payload in payloads] == [b'{"a": 1}', b'{"b": "[DONE]"}'], split
+        assert data.done, split
+
+
+def test_sse_data_gives_a_last_line_without_its_line_end_at_the_end():
+    data = SseData()
+    assert data.feed(b'data: {"a": 1}\n\ndata: {"b"') == [b' {"a": 1}']
+    assert data.feed(b": 2}") == []
+    assert data.end() == [b' {"b": 2}'] and not data.done
 
 
 @pytest.mark.asyncio
@@ -420,7 +426,7 @@ async def test_the_engine_clients_streams_go_over_the_pool_and_reuse_one_connect
     async with RawServer(events) as server:
         client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=5.0)
         for _ in range(3):
-            assert [event async for event in client.post_sse("/generate", {"stream": True})] == [{"n": 1}]
+            assert [events async for events in client.post_sse("/generate", {"stream": True})] == [[{"n": 1}]]
         assert server.connections == 1
         await client.aclose()
 
