@@ -209,6 +209,8 @@ class _Burst:
         self.prompt_tokens: int | None = None
         self.cached_tokens: int | None = None
         self.weight_version: str | None = None
+        self._borrowed = False
+        """Whether `ids` and `triples` are an event's own lists."""
 
     def add(self, reply: Any) -> None:
         meta = require(ENGINE, reply, "meta_info", "")
@@ -233,11 +235,16 @@ class _Burst:
             positions = meta["output_top_logprobs"]
             if not isinstance(positions, list) or len(positions) < new:
                 raise EngineResponseError(ENGINE, f"{new} new output ids but output_top_logprobs is {positions!r:.100}")
-            self.tops = (self.tops or []) + positions[len(positions) - new :]
-        # A whole reply's lists are used as they are: slicing 32k items copies them for nothing.
+            if self.tops is None:
+                self.tops = []
+            self.tops += positions[len(positions) - new :]
+        # A whole reply's lists are used as they are (slicing 32k items copies them for nothing), and copied only
+        # when a later event extends them.
         if not self.ids and new == len(output_ids) and new == len(triples):
-            self.ids, self.triples = output_ids, triples
+            self.ids, self.triples, self._borrowed = output_ids, triples, True
         elif new:
+            if self._borrowed:
+                self.ids, self.triples, self._borrowed = list(self.ids), list(self.triples), False
             self.ids += output_ids[len(output_ids) - new :]
             self.triples += triples[len(triples) - new :]
         self.received = total
