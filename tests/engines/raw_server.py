@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
 
 Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | list[bytes | asyncio.Event | float] | None]]
 """Given one request's body (and the connection's reader): the raw reply to send, or None to hang up. A list is a
@@ -67,3 +70,9 @@ STREAM_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-e
 
 def chunk(data: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+def sse_body(events: list[Any]) -> bytes:
+    """The chunked body of an SSE stream, one event per chunk (as SGLang and vLLM write them), then [DONE]."""
+    payloads = [b"data: " + orjson.dumps(event) + b"\n\n" for event in events] + [b"data: [DONE]\n\n"]
+    return b"".join(chunk(payload) for payload in payloads) + b"0\r\n\r\n"

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engines.raw_server import STREAM_HEAD, RawServer, chunk
+from tests.engines.raw_server import STREAM_HEAD, RawServer, chunk, sse_body
 from tito.engines.http import HttpEngineClient
 from tito.engines.protocol import FinishKind, GenerateRequest, GenerationChunk, SamplingParams, collect_stream
 from tito.engines.sglang import SGLangEngine, parse_events, parse_reply
@@ -52,12 +52,6 @@ def vllm_events() -> list[dict[str, Any]]:
                   "logprobs": {"token_logprobs": [logprob(index)], "top_logprobs": None}}  # fmt: skip
         events.append({"id": "cmpl-1", "choices": [choice]})
     return [*events, {"id": "cmpl-1", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": len(IDS)}}]
-
-
-def sse_body(events: list[dict[str, Any]]) -> bytes:
-    """The chunked body of an SSE stream, one event per chunk (as SGLang and vLLM write them), then [DONE]."""
-    payloads = [b"data: " + orjson.dumps(event) + b"\n\n" for event in events] + [b"data: [DONE]\n\n"]
-    return b"".join(chunk(payload) for payload in payloads) + b"0\r\n\r\n"
 
 
 def request() -> GenerateRequest:
