@@ -315,26 +315,34 @@ class _BodyPieces:
 def _complete_chunks(buffer: bytearray) -> tuple[bytes, int, bool]:
     """The data of the complete chunks at the start of `buffer`, how many bytes they take, and whether the last
     chunk (size 0, then its trailers and an empty line) is among them."""
-    data = bytearray()
+    pieces: list[bytearray] = []
     position = 0
     while (line_end := buffer.find(b"\r\n", position)) >= 0:
-        size_field = bytes(buffer[position:line_end])
         try:
-            size = int(size_field.split(b";", 1)[0].strip(), 16)
+            size = int(buffer[position:line_end], 16)  # a bare size; one with extensions (rare) is split first
         except ValueError:
-            raise HttpProtocolError(f"a malformed chunk size: {size_field[:100]!r}") from None
+            size = _extended_chunk_size(bytes(buffer[position:line_end]))
         start = line_end + 2
         if size == 0:
             if buffer.startswith(b"\r\n", start):
-                return bytes(data), start + 2, True
+                return b"".join(pieces), start + 2, True
             trailers_end = buffer.find(b"\r\n\r\n", start)
             if trailers_end < 0:
                 break  # the trailers are not all here yet
-            return bytes(data), trailers_end + 4, True
-        if len(buffer) < start + size + 2:
+            return b"".join(pieces), trailers_end + 4, True
+        end = start + size
+        if len(buffer) < end + 2:
             break
-        if not buffer.startswith(b"\r\n", start + size):
+        if not buffer.startswith(b"\r\n", end):
             raise HttpProtocolError(f"a chunk of {size} bytes is not followed by CRLF")
-        data += buffer[start : start + size]
-        position = start + size + 2
-    return bytes(data), position, False
+        pieces.append(buffer[start:end])
+        position = end + 2
+    return b"".join(pieces), position, False
+
+
+def _extended_chunk_size(size_field: bytes) -> int:
+    """The size of a chunk-size line with extensions (`5;name=value`)."""
+    try:
+        return int(size_field.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        raise HttpProtocolError(f"a malformed chunk size: {size_field[:100]!r}") from None

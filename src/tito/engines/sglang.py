@@ -185,12 +185,10 @@ def parse_events(events: list[Any], *, already_received: int) -> list[Generation
     chunks: list[GenerationChunk] = []
     burst = _Burst(already_received)
     for event in events:
-        meta = event.get("meta_info") if isinstance(event, dict) else None
-        version = meta.get("weight_version") if isinstance(meta, dict) else None
-        if version is not None and burst.weight_version is not None and str(version) != burst.weight_version:
+        if not burst.add(event):
             chunks.append(burst.chunk())
             burst = _Burst(burst.received)
-        burst.add(event)
+            burst.add(event)
         if burst.finish is not None:
             break
     chunks.append(burst.chunk())
@@ -212,16 +210,26 @@ class _Burst:
         self._borrowed = False
         """Whether `ids` and `triples` are an event's own lists."""
 
-    def add(self, reply: Any) -> None:
-        meta = require(ENGINE, reply, "meta_info", "")
-        if "output_ids" not in reply:
-            # A request aborted before prefill (queued when its client left) ends with no ids at all.
-            finish = parse_finish_reason(meta.get("finish_reason"))
-            if finish is not None and finish.kind is FinishKind.ABORT:
-                self.finish, self.prompt_tokens, self.cached_tokens = finish, meta.get("prompt_tokens"), 0
-                return
-        output_ids = require(ENGINE, reply, "output_ids", "")
-        triples = require(ENGINE, meta, "output_token_logprobs", "meta_info")
+    def add(self, reply: Any) -> bool:
+        """Take one event (or a whole reply); False, taking nothing, when it has another weight version than the
+        ids taken so far (it starts the next chunk)."""
+        try:
+            meta = reply["meta_info"]
+            output_ids, triples, version = (
+                reply["output_ids"],
+                meta["output_token_logprobs"],
+                meta.get("weight_version"),
+            )
+        except (KeyError, TypeError, AttributeError):
+            checked = self._checked(reply)
+            if checked is None:
+                return True
+            meta, output_ids, triples, version = checked
+        if version is not None:
+            version = str(version)
+            if self.ids and self.weight_version is not None and version != self.weight_version:
+                return False
+            self.weight_version = version
         received = self.received
         total = meta.get("completion_tokens", received + len(output_ids))
         new = total - received
@@ -248,16 +256,30 @@ class _Burst:
             self.ids += output_ids[len(output_ids) - new :]
             self.triples += triples[len(triples) - new :]
         self.received = total
-        self.finish = parse_finish_reason(meta.get("finish_reason"))
-        prompt_tokens, cached_tokens, version = (
-            meta.get("prompt_tokens"), meta.get("cached_tokens"), meta.get("weight_version")
-        )  # fmt: skip
+        reason, prompt_tokens, cached_tokens = (
+            meta.get("finish_reason"),
+            meta.get("prompt_tokens"),
+            meta.get("cached_tokens"),
+        )
+        if reason is not None:
+            self.finish = parse_finish_reason(reason)
         if prompt_tokens is not None:
             self.prompt_tokens = prompt_tokens
         if cached_tokens is not None:
             self.cached_tokens = cached_tokens
-        if version is not None:
-            self.weight_version = str(version)
+        return True
+
+    def _checked(self, reply: Any) -> tuple[JsonObject, Any, Any, Any] | None:
+        """An event's fields where one is missing or of another type: the error that names it, or None for a
+        request aborted before prefill (queued when its client left), which ends with no ids at all."""
+        meta = require(ENGINE, reply, "meta_info", "")
+        if "output_ids" not in reply:
+            finish = parse_finish_reason(meta.get("finish_reason"))
+            if finish is not None and finish.kind is FinishKind.ABORT:
+                self.finish, self.prompt_tokens, self.cached_tokens = finish, meta.get("prompt_tokens"), 0
+                return None
+        output_ids = require(ENGINE, reply, "output_ids", "")
+        return meta, output_ids, require(ENGINE, meta, "output_token_logprobs", "meta_info"), meta.get("weight_version")
 
     def chunk(self) -> GenerationChunk:
         try:
