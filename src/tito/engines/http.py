@@ -41,7 +41,6 @@ SESSION_HEADER = "X-Session-ID"
 """The session identity vllm-router's `consistent_hash` and `sticky_least_loaded` policies route by."""
 RELEASE_ROUTE = "/finish_session"
 """vllm-router's route that ends a session's sticky entry (`POST /finish_session?session_id=ID`)."""
-SSE_DATA = b"data:"
 SSE_DONE = b"[DONE]"
 
 
@@ -279,6 +278,7 @@ class SseData:
 
 
 _DATA_LINE = re.compile(rb"^data:(.*)$", re.MULTILINE)
+"""An SSE `data:` line's payload (one event per line, as SGLang and vLLM write them)."""
 
 
 def engine_words(content: bytes) -> str:
