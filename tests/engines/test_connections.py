@@ -7,68 +7,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from tests.engines.raw_server import STREAM_HEAD, RawServer, chunk
 from tito.engines.connections import ConnectionPool, HttpProtocolError
-from tito.engines.http import HttpEngineClient, sse_lines
+from tito.engines.http import HttpEngineClient, SseData
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
-
-Reply = Callable[[bytes, asyncio.StreamReader], Awaitable[bytes | list[bytes | asyncio.Event | float] | None]]
-"""Given one request's body (and the connection's reader): the raw reply to send, or None to hang up. A list is a
-reply sent in pieces: bytes are written at once, an Event is waited for, a float is slept first."""
-
-
-class RawServer:
-    """One asyncio HTTP/1.1 server on 127.0.0.1 whose replies a test scripts; counts connections and requests."""
-
-    def __init__(self, reply: Reply, close_after_reply: bool = False) -> None:
-        self.reply = reply
-        self.close_after_reply = close_after_reply
-        self.connections = 0
-        self.requests: list[bytes] = []
-        self.server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> RawServer:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.server is not None
-        self.server.close()
-
-    @property
-    def port(self) -> int:
-        assert self.server is not None
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.split(b"\r\n")
-                length = next(int(line.split(b":")[1]) for line in lines if line.startswith(b"content-length"))
-                body = await reader.readexactly(length)
-                self.requests.append(head + body)
-                reply = await self.reply(body, reader)
-                if reply is None:
-                    break
-                for piece in reply if isinstance(reply, list) else [reply]:
-                    if isinstance(piece, asyncio.Event):
-                        await piece.wait()
-                    elif isinstance(piece, float):
-                        await asyncio.sleep(piece)
-                    else:
-                        writer.write(piece)
-                        await writer.drain()
-                if self.close_after_reply:
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
 
 
 def json_reply(body: bytes = b'{"ok": true}', extra: bytes = b"") -> bytes:
@@ -323,13 +268,6 @@ async def test_an_https_engine_url_is_spoken_to_over_tls_not_over_the_plain_pool
     assert first_bytes and first_bytes[0][:1] == b"\x16", first_bytes
 
 
-STREAM_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%b\r\n" % (len(data), data)
-
-
 @pytest.mark.asyncio
 async def test_a_streamed_reply_yields_each_piece_as_it_arrives_then_its_connection_is_kept():
     sent_first = asyncio.Event()
@@ -398,18 +336,24 @@ async def test_each_wait_for_a_piece_has_the_timeout_not_the_whole_stream():
         await client.aclose()
 
 
-@pytest.mark.asyncio
 @pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
-async def test_sse_lines_end_at_lf_crlf_or_cr_wherever_the_pieces_split(end: bytes):
-    text = b'data: {"a": 1}' + end + end + b": a comment" + end + b"data: [DONE]" + end + end
-
-    async def pieces(split: int) -> AsyncIterator[bytes]:
-        yield text[:split]
-        yield text[split:]
-
+def test_sse_data_lines_end_at_lf_crlf_or_cr_wherever_the_pieces_split(end: bytes):
+    text = (
+        b'data: {"a": 1}' + end + end + b": a comment" + end + b"event: x" + end + b'data:{"b": "[DONE]"}' + end + end
+        + b"data: [DONE]" + end + end + b'data: {"after": 1}' + end
+    )  # fmt: skip
     for split in range(1, len(text)):
-        lines = [line async for line in sse_lines(pieces(split))]
-        assert [line for line in lines if line] == [b'data: {"a": 1}', b": a comment", b"data: [DONE]"], split
+        data = SseData()
+        payloads = data.feed(text[:split]) + data.feed(text[split:]) + data.end()
+        assert [payload.strip() for payload in payloads] == [b'{"a": 1}', b'{"b": "[DONE]"}'], split
+        assert data.done, split
+
+
+def test_sse_data_gives_a_last_line_without_its_line_end_at_the_end():
+    data = SseData()
+    assert data.feed(b'data: {"a": 1}\n\ndata: {"b"') == [b' {"a": 1}']
+    assert data.feed(b": 2}") == []
+    assert data.end() == [b' {"b": 2}'] and not data.done
 
 
 @pytest.mark.asyncio
@@ -420,7 +364,7 @@ async def test_the_engine_clients_streams_go_over_the_pool_and_reuse_one_connect
     async with RawServer(events) as server:
         client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=5.0)
         for _ in range(3):
-            assert [event async for event in client.post_sse("/generate", {"stream": True})] == [{"n": 1}]
+            assert [events async for events in client.post_sse("/generate", {"stream": True})] == [[{"n": 1}]]
         assert server.connections == 1
         await client.aclose()
 

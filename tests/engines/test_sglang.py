@@ -101,9 +101,12 @@ async def test_a_matched_stop_token_is_kept_as_the_last_id(sglang_server: FakeSe
 async def test_streaming_yields_only_new_ids_and_equals_the_non_streaming_reply(
     sglang_server: FakeServer, incremental: bool
 ):
+    """Events that arrive apart are a chunk each; all at once (no delay), one chunk: the same generation."""
     sglang_server.behaviour.incremental = incremental
+    sglang_server.behaviour.token_delay = 0.02
     engine = SGLangEngine(sglang_server.url)
     chunks = [chunk async for chunk in engine.stream(request(max_new_tokens=6))]
+    sglang_server.behaviour.token_delay = 0.0
     streamed = await collect_stream(engine.stream(request(max_new_tokens=6)), time.monotonic())
     whole = await engine.generate(request(max_new_tokens=6))
     await engine.aclose()

@@ -40,10 +40,11 @@ def chunks_of(ids: list[int], sizes: Sequence[int]) -> list[list[int]]:
 chunkings = st.one_of(st.just([1]), st.just([0]), st.lists(st.integers(1, 9), min_size=1, max_size=6))
 
 
-def stream(parser: IncrementalParser, chunks: list[list[int]]) -> tuple[list[Delta], ParseResult]:
+def stream(parser: IncrementalParser, chunks: list[list[int]], last: bool = False) -> tuple[list[Delta], ParseResult]:
+    """The deltas of the chunks and finish(); `last`: the last chunk is fed as the last (its deltas left to finish)."""
     deltas: list[Delta] = []
-    for chunk in chunks:
-        deltas += parser.feed(chunk)
+    for index, chunk in enumerate(chunks):
+        deltas += parser.feed(chunk, last=last and index == len(chunks) - 1)
     rest, result = parser.finish()
     return deltas + rest, result
 
@@ -71,10 +72,11 @@ def accumulate(deltas: list[Delta]) -> dict[str, Any]:
 
 def assert_stream_equals_whole(case: Case, ids: list[int], prompt_ids: list[int] | None, sizes: list[int]) -> None:
     whole = case.tito.parse_completion(ids, prompt_ids, TOOLS)
-    deltas, result = stream(case.tito.incremental_parser(prompt_ids, TOOLS), chunks_of(ids, sizes))
-    assert result == whole, "finish() must give parse_completion's result"
     expected = {"reasoning_content": "", **whole.message}
-    assert accumulate(deltas) == expected, case.tokenizer.decode(ids)
+    for last in (False, True):  # the last chunk decided by feed() or left to finish(): the same message
+        deltas, result = stream(case.tito.incremental_parser(prompt_ids, TOOLS), chunks_of(ids, sizes), last)
+        assert result == whole, "finish() must give parse_completion's result"
+        assert accumulate(deltas) == expected, (last, case.tokenizer.decode(ids))
 
 
 @pytest.mark.parametrize("name", CASES)

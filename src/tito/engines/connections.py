@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 MAX_HEAD_BYTES = 64 * 1024
@@ -107,25 +107,16 @@ class ConnectionPool:
         head = self._head(method, path, len(body), headers)
         async with asyncio.timeout(self.timeout):
             connection, status_line = await self._send(head, body)
-        ended = False
+        pieces: _BodyPieces | None = None
+        keep_alive = False
         try:
             async with asyncio.timeout(self.timeout):
                 status, headers_read, keep_alive = await _read_head(connection.reader, status_line)
-            body_end = _body_end(status, headers_read)
-
-            async def pieces() -> AsyncGenerator[bytes, None]:
-                nonlocal ended
-                async for piece in _body_pieces(connection.reader, body_end, self.timeout):
-                    yield piece
-                ended = True
-
-            reading = pieces()
-            try:
-                yield StreamedReply(status, headers_read, reading)
-            finally:
-                await reading.aclose()
+            pieces = _BodyPieces(connection.reader, _body_end(status, headers_read), self.timeout)
+            yield StreamedReply(status, headers_read, pieces)
         finally:
-            self._release(connection, ended and keep_alive and body_end != _TO_CLOSE)
+            kept = pieces is not None and pieces.ended and keep_alive and pieces.body_end != _TO_CLOSE
+            self._release(connection, kept)
 
     async def aclose(self) -> None:
         while self._idle:
@@ -261,70 +252,97 @@ def _body_end(status: int, headers: Mapping[str, str]) -> int:
 
 
 async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
-    return b"".join([piece async for piece in _chunked_pieces(reader, None)])
+    return b"".join([piece async for piece in _BodyPieces(reader, _CHUNKED, None)])
 
 
-async def _body_pieces(reader: asyncio.StreamReader, body_end: int, timeout: float) -> AsyncIterator[bytes]:
-    """The body as it arrives, each wait for the next piece at most `timeout` seconds."""
-    if body_end == _CHUNKED:
-        async for piece in _chunked_pieces(reader, timeout):
-            yield piece
-        return
-    remaining = body_end
-    while remaining != 0:
-        async with asyncio.timeout(timeout):
-            piece = await reader.read(65536 if remaining < 0 else min(remaining, 65536))
+class _BodyPieces:
+    """A reply's body as it arrives, each wait for the next read at most `timeout` seconds (None: no limit): a
+    chunked body's complete chunks of each read joined into one piece (a burst of SSE events is one piece, not one
+    per event), a sized or read-to-close body's reads as they come. The reading is done here, in `__anext__`, not in
+    a stack of generators that each pass every piece on; `ended` once the body's end was read."""
+
+    def __init__(self, reader: asyncio.StreamReader, body_end: int, timeout: float | None) -> None:
+        self.reader = reader
+        self.body_end = body_end
+        self.timeout = timeout
+        self.ended = body_end == 0
+        self._remaining = body_end
+        self._buffer = bytearray()
+
+    def __aiter__(self) -> _BodyPieces:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.ended:
+            raise StopAsyncIteration
+        if self.body_end == _CHUNKED:
+            return await self._next_chunks()
+        remaining = self._remaining
+        async with asyncio.timeout(self.timeout):
+            piece = await self.reader.read(65536 if remaining < 0 else min(remaining, 65536))
         if not piece:
             if remaining > 0:
                 raise asyncio.IncompleteReadError(b"", remaining)
-            return
-        remaining = remaining - len(piece) if remaining > 0 else remaining
-        yield piece
+            self.ended = True
+            raise StopAsyncIteration
+        if remaining > 0:
+            self._remaining = remaining - len(piece)
+            self.ended = self._remaining == 0
+        return piece
 
-
-async def _chunked_pieces(reader: asyncio.StreamReader, timeout: float | None) -> AsyncIterator[bytes]:
-    """A chunked body's data as it arrives: the complete chunks of each read joined into one piece (a burst of SSE
-    events is one piece, not one per event), each wait at most `timeout` seconds (None: no limit)."""
-    buffer = bytearray()
-    while True:
-        async with asyncio.timeout(timeout):
-            received = await reader.read(65536)
-        if not received:
-            raise asyncio.IncompleteReadError(bytes(buffer), None)
-        buffer += received
-        data, consumed, ended = _complete_chunks(buffer)
-        del buffer[:consumed]
-        if data:
-            yield data
-        if ended:
-            if buffer:  # a server answering one request at a time sends nothing after the reply
-                raise HttpProtocolError(f"{len(buffer)} bytes after the end of a chunked body: {bytes(buffer[:100])!r}")
-            return
+    async def _next_chunks(self) -> bytes:
+        buffer = self._buffer
+        while True:
+            async with asyncio.timeout(self.timeout):
+                received = await self.reader.read(65536)
+            if not received:
+                raise asyncio.IncompleteReadError(bytes(buffer), None)
+            buffer += received
+            data, consumed, ended = _complete_chunks(buffer)
+            del buffer[:consumed]
+            if ended:
+                if buffer:  # a server answering one request at a time sends nothing after the reply
+                    raise HttpProtocolError(
+                        f"{len(buffer)} bytes after the end of a chunked body: {bytes(buffer[:100])!r}"
+                    )
+                self.ended = True
+                if not data:
+                    raise StopAsyncIteration
+            if data:
+                return data
 
 
 def _complete_chunks(buffer: bytearray) -> tuple[bytes, int, bool]:
     """The data of the complete chunks at the start of `buffer`, how many bytes they take, and whether the last
     chunk (size 0, then its trailers and an empty line) is among them."""
-    data = bytearray()
+    pieces: list[bytearray] = []
     position = 0
     while (line_end := buffer.find(b"\r\n", position)) >= 0:
-        size_field = bytes(buffer[position:line_end])
         try:
-            size = int(size_field.split(b";", 1)[0].strip(), 16)
+            size = int(buffer[position:line_end], 16)  # a bare size; one with extensions (rare) is split first
         except ValueError:
-            raise HttpProtocolError(f"a malformed chunk size: {size_field[:100]!r}") from None
+            size = _extended_chunk_size(bytes(buffer[position:line_end]))
         start = line_end + 2
         if size == 0:
             if buffer.startswith(b"\r\n", start):
-                return bytes(data), start + 2, True
+                return b"".join(pieces), start + 2, True
             trailers_end = buffer.find(b"\r\n\r\n", start)
             if trailers_end < 0:
                 break  # the trailers are not all here yet
-            return bytes(data), trailers_end + 4, True
-        if len(buffer) < start + size + 2:
+            return b"".join(pieces), trailers_end + 4, True
+        end = start + size
+        if len(buffer) < end + 2:
             break
-        if not buffer.startswith(b"\r\n", start + size):
+        if not buffer.startswith(b"\r\n", end):
             raise HttpProtocolError(f"a chunk of {size} bytes is not followed by CRLF")
-        data += buffer[start : start + size]
-        position = start + size + 2
-    return bytes(data), position, False
+        pieces.append(buffer[start:end])
+        position = end + 2
+    return b"".join(pieces), position, False
+
+
+def _extended_chunk_size(size_field: bytes) -> int:
+    """The size of a chunk-size line with extensions (`5;name=value`)."""
+    try:
+        return int(size_field.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        raise HttpProtocolError(f"a malformed chunk size: {size_field[:100]!r}") from None

@@ -13,6 +13,7 @@ Imports nothing from tito but errors and engines.connections.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,7 +41,6 @@ SESSION_HEADER = "X-Session-ID"
 """The session identity vllm-router's `consistent_hash` and `sticky_least_loaded` policies route by."""
 RELEASE_ROUTE = "/finish_session"
 """vllm-router's route that ends a session's sticky entry (`POST /finish_session?session_id=ID`)."""
-SSE_DATA = b"data:"
 SSE_DONE = b"[DONE]"
 
 
@@ -85,9 +85,11 @@ class HttpEngineClient:
 
     async def post_sse(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-    ) -> AsyncGenerator[JsonObject, None]:
-        """POST and yield each SSE `data:` event as a JSON object until `data: [DONE]` or the end of the stream; over
-        plain http, on the connection pool too (a streamed turn's call).
+    ) -> AsyncGenerator[list[JsonObject], None]:
+        """POST and yield the SSE `data:` events of each read as one list of JSON objects (a burst the engine wrote
+        at once is decoded once and handed on once), until `data: [DONE]` or the end of the stream; over plain
+        http, on the connection pool too (a streamed turn's call). A malformed, non-object or `error` event is
+        raised after the events before it were yielded.
 
         Closing the iterator before the stream's end closes the connection: both SGLang and vLLM abort a request
         whose client went away. After `[DONE]` the body is read to its end, so the connection goes back to the pool.
@@ -97,21 +99,47 @@ class HttpEngineClient:
             status, pieces = reply
             if status >= 400:
                 self.raise_for_status(path, httpx.Response(status, content=b"".join([p async for p in pieces])))
-            done = False
-            async for line in sse_lines(pieces):
-                if done or not line.startswith(SSE_DATA):
-                    continue  # blank separators, comments, `event:` lines; anything after [DONE]
-                data = line[len(SSE_DATA) :].strip()
-                if data == SSE_DONE:
-                    done = True
-                    continue
-                event = self.decode(path, data)
-                if not isinstance(event, dict):
-                    detail = f"{path}: SSE event is not a JSON object: {data[:200].decode('utf-8', 'replace')}"
-                    raise EngineResponseError(self.engine, detail, fault="malformed")
-                if "error" in event:
-                    self.raise_error_event(path, event)
-                yield event
+            data = SseData()
+            async for piece in pieces:  # after [DONE] too: the body is read to its end, so the connection is kept
+                events, error = self.decode_events(path, data.feed(piece))
+                if events:
+                    yield events
+                if error is not None:
+                    raise error
+            events, error = self.decode_events(path, data.end())
+            if events:
+                yield events
+            if error is not None:
+                raise error
+
+    def decode_events(self, path: str, payloads: list[bytes]) -> tuple[list[JsonObject], EngineError | None]:
+        """SSE `data:` payloads as JSON objects, in one parse of them all: the events up to the first malformed,
+        non-object or `error` one, and the error that one is (None when there is none).
+
+        The payloads are decoded as one JSON array; when that fails, or gives another number of values than there
+        are payloads (a payload holding two values, or none), each is decoded alone so the error names the one at
+        fault."""
+        if not payloads:
+            return [], None
+        try:
+            events = orjson.loads(b"[" + b",".join(payloads) + b"]")
+        except ValueError:
+            events = None
+        if events is None or len(events) != len(payloads):
+            events = []
+            for payload in payloads:
+                try:
+                    events.append(self.decode(path, payload.strip()))
+                except EngineResponseError as exc:
+                    return events, exc
+        for index, event in enumerate(events):
+            if type(event) is not dict:
+                shown = payloads[index].strip()[:200].decode("utf-8", "replace")
+                detail = f"{path}: SSE event is not a JSON object: {shown}"
+                return events[:index], EngineResponseError(self.engine, detail, fault="malformed")
+            if "error" in event:
+                return events[:index], self.error_event(path, event)
+        return events, None
 
     @asynccontextmanager
     async def _streamed_post(
@@ -153,16 +181,16 @@ class HttpEngineClient:
         fault = "not_found" if status in (404, 405) else f"status_{status // 100}xx"
         raise EngineResponseError(self.engine, words, status=status, fault=fault)
 
-    def raise_error_event(self, path: str, event: JsonObject) -> None:
-        """An error sent inside a 200 stream (`data: {"error": {...}}`): its `code` when given, else a refusal (400),
-        as SGLang answers the same failure (a ValueError) on a non-streaming call."""
+    def error_event(self, path: str, event: JsonObject) -> EngineError:
+        """The error an error sent inside a 200 stream (`data: {"error": {...}}`) is: its `code` when given, else a
+        refusal (400), as SGLang answers the same failure (a ValueError) on a non-streaming call."""
         error = event["error"]
         code = error.get("code") if isinstance(error, dict) else None
         status = code if isinstance(code, int) and code >= 400 else 400
         words = f"{path} stream: {error_words(event) or event}"
         if status < 500:
-            raise EngineRequestError(self.engine, words, status=status)
-        raise EngineResponseError(self.engine, words, status=status)
+            return EngineRequestError(self.engine, words, status=status)
+        return EngineResponseError(self.engine, words, status=status)
 
     async def release_session(self, session_id: str) -> bool:
         """End the session's sticky entry at a router in front of the engines (vllm-router's `/finish_session`);
@@ -215,16 +243,42 @@ class HttpEngineClient:
             raise EngineResponseError(self.engine, f"{path}: {exc}") from exc
 
 
-async def sse_lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """An SSE body's lines as each completes (a line ends at LF, CRLF or CR), without their line ends."""
-    pending = b""
-    async for piece in pieces:
-        lines = (pending + piece).splitlines(keepends=True)
-        pending = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
-        for line in lines:
-            yield line.rstrip(b"\r\n")
-    if pending:
-        yield pending
+class SseData:
+    """An SSE body's `data:` payloads, fed piece by piece as it arrives: each `feed` gives those of the lines it
+    completes (a line ends at LF, CRLF or CR), found in one pass over the piece, not line by line. Blank lines,
+    comments and `event:` lines are skipped; `done` once `data: [DONE]` came, and nothing after it is given."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self._pending = b""
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        if self.done:
+            return []
+        text = self._pending + piece if self._pending else piece
+        if b"\r" in text:  # CRLF or CR line ends (a CR at the end is a line end: an LF after it makes a blank line)
+            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = text.rfind(b"\n") + 1
+        self._pending = text[end:]
+        return self._payloads(text, end) if end else []
+
+    def end(self) -> list[bytes]:
+        """The payload of a last line that no line end closed."""
+        text, self._pending = self._pending, b""
+        return self._payloads(text, len(text)) if text and not self.done else []
+
+    def _payloads(self, text: bytes, end: int) -> list[bytes]:
+        payloads = _DATA_LINE.findall(text, 0, end)
+        if text.find(SSE_DONE, 0, end) >= 0:  # rare: find the [DONE] event itself (a text may hold the word)
+            for index, payload in enumerate(payloads):
+                if payload.strip() == SSE_DONE:
+                    self.done = True
+                    return payloads[:index]
+        return payloads
+
+
+_DATA_LINE = re.compile(rb"^data:(.*)$", re.MULTILINE)
+"""An SSE `data:` line's payload (one event per line, as SGLang and vLLM write them)."""
 
 
 def engine_words(content: bytes) -> str:

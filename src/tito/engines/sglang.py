@@ -84,21 +84,23 @@ class SGLangEngine:
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        """One chunk per read of the SSE stream (all the events the engine wrote at once), two where the weight
+        version changes within it."""
         received = 0
         finished = False
-        events = self._http.post_sse(
+        bursts = self._http.post_sse(
             "/generate", generate_body(request, stream=True, prompts=self._prompts), _headers(request)
         )
         try:
-            async for event in events:
+            async for events in bursts:
                 if finished:
                     continue  # read on to `[DONE]` so the connection goes back to the pool
-                chunk = parse_reply(event, already_received=received)
-                received += len(chunk.ids)
-                finished = chunk.finish is not None
-                yield chunk
+                for chunk in parse_events(events, already_received=received):
+                    received += len(chunk.ids)
+                    finished = chunk.finish is not None
+                    yield chunk
         finally:
-            await events.aclose()
+            await bursts.aclose()
         if not finished:
             detail = f"/generate stream ended after {received} ids without a finish_reason"
             raise EngineResponseError(ENGINE, detail, fault="cut")
@@ -165,60 +167,142 @@ def sampling_params(sampling: SamplingParams) -> JsonObject:
 
 
 def parse_reply(reply: Any, *, already_received: int) -> GenerationChunk:
-    """The new ids and logprobs of one `/generate` reply or SSE event, whether cumulative or a delta.
+    """The new ids and logprobs of one `/generate` reply (see `parse_events`)."""
+    burst = _Burst(already_received)
+    burst.add(reply)
+    return burst.chunk()
+
+
+def parse_events(events: list[Any], *, already_received: int) -> list[GenerationChunk]:
+    """The SSE events of one read as one chunk: their new ids, logprobs and top logprobs concatenated, the finish,
+    counts and weight version the events say (the last that says); a chunk more where the weight version changes
+    (each chunk has one), and nothing after the first finish.
 
     Cumulative events (SGLang's default) repeat every id so far; incremental ones carry only the new ids. Either
-    way `meta_info.completion_tokens` counts all ids so far, so the new ones are the last `completion_tokens -
-    already_received` of `output_ids`.
+    way `meta_info.completion_tokens` counts all ids so far, so an event's new ids are the last `completion_tokens -
+    ids so far` of its `output_ids`.
     """
-    meta = require(ENGINE, reply, "meta_info", "")
-    if isinstance(reply, dict) and "output_ids" not in reply:
-        # A request aborted before prefill (queued when its client left) ends with no ids at all.
-        finish = parse_finish_reason(meta.get("finish_reason"))
-        if finish is not None and finish.kind is FinishKind.ABORT:
-            return GenerationChunk(token_ids(), logprob_values(), finish, meta.get("prompt_tokens"), 0)
-    output_ids = require(ENGINE, reply, "output_ids", "")
-    triples = require(ENGINE, meta, "output_token_logprobs", "meta_info")
-    total = meta.get("completion_tokens", already_received + len(output_ids))
-    new = total - already_received
-    if not isinstance(output_ids, list) or not isinstance(triples, list) or new < 0 or new > len(output_ids):
-        raise EngineResponseError(
-            ENGINE, f"reply says {total} ids so far after {already_received}, but has {len(output_ids)} output_ids"
-        )
-    if len(triples) < new:
-        raise EngineResponseError(ENGINE, f"{len(output_ids)} output_ids but {len(triples)} output_token_logprobs")
-    # A whole reply's lists are used as they are: slicing 32k items copies them for nothing.
-    new_ids = output_ids if new == len(output_ids) else output_ids[len(output_ids) - new :]
-    new_triples = triples if new == len(triples) else triples[len(triples) - new :]
-    try:
-        ids = token_ids(new_ids)
-        logprobs = logprob_values([triple[0] for triple in new_triples])  # faster than itemgetter/zip (measured)
-    except (TypeError, IndexError, OverflowError) as exc:
-        detail = f"malformed output_ids or output_token_logprobs: {exc}"
-        raise EngineResponseError(ENGINE, detail, fault="malformed") from exc
-    finish = parse_finish_reason(meta.get("finish_reason"))
-    weight_version = meta.get("weight_version")
-    return GenerationChunk(
-        ids=ids,
-        logprobs=logprobs,
-        finish=finish,
-        prompt_tokens=meta.get("prompt_tokens"),
-        cached_tokens=meta.get("cached_tokens"),
-        weight_version=str(weight_version) if weight_version is not None else None,
-        top_logprobs=_top_logprobs(meta, new) if "output_top_logprobs" in meta else (),
-    )
+    chunks: list[GenerationChunk] = []
+    burst = _Burst(already_received)
+    for event in events:
+        if not burst.add(event):
+            chunks.append(burst.chunk())
+            burst = _Burst(burst.received)
+            burst.add(event)
+        if burst.finish is not None:
+            break
+    chunks.append(burst.chunk())
+    return chunks
 
 
-def _top_logprobs(meta: JsonObject, new: int) -> tuple[TopLogprobs, ...]:
-    """The last `new` positions of `output_top_logprobs` (cumulative or delta, like the sampled ones)."""
-    positions = meta["output_top_logprobs"]
-    if not isinstance(positions, list) or len(positions) < new:
-        raise EngineResponseError(ENGINE, f"{new} new output ids but output_top_logprobs is {positions!r:.100}")
-    try:
-        return tuple(
-            tuple((int(entry[1]), float(entry[0])) for entry in position or ())
-            for position in positions[len(positions) - new :]
+class _Burst:
+    """The events of one chunk, their lists joined as they come and made arrays once (`chunk`)."""
+
+    def __init__(self, received: int) -> None:
+        self.received = received
+        self.ids: list[Any] = []
+        self.triples: list[Any] = []
+        self.tops: list[Any] | None = None
+        self.finish: Finish | None = None
+        self.prompt_tokens: int | None = None
+        self.cached_tokens: int | None = None
+        self.weight_version: str | None = None
+        self._borrowed = False
+        """Whether `ids` and `triples` are an event's own lists."""
+
+    def add(self, reply: Any) -> bool:
+        """Take one event (or a whole reply); False, taking nothing, when it has another weight version than the
+        ids taken so far (it starts the next chunk)."""
+        try:
+            meta = reply["meta_info"]
+            output_ids, triples, version = (
+                reply["output_ids"],
+                meta["output_token_logprobs"],
+                meta.get("weight_version"),
+            )
+        except (KeyError, TypeError, AttributeError):
+            checked = self._checked(reply)
+            if checked is None:
+                return True
+            meta, output_ids, triples, version = checked
+        if version is not None:
+            version = str(version)
+            if self.ids and self.weight_version is not None and version != self.weight_version:
+                return False
+            self.weight_version = version
+        received = self.received
+        total = meta.get("completion_tokens", received + len(output_ids))
+        new = total - received
+        if not isinstance(output_ids, list) or not isinstance(triples, list) or new < 0 or new > len(output_ids):
+            raise EngineResponseError(
+                ENGINE, f"reply says {total} ids so far after {received}, but has {len(output_ids)} output_ids"
+            )
+        if len(triples) < new:
+            raise EngineResponseError(ENGINE, f"{len(output_ids)} output_ids but {len(triples)} output_token_logprobs")
+        if "output_top_logprobs" in meta:
+            positions = meta["output_top_logprobs"]
+            if not isinstance(positions, list) or len(positions) < new:
+                raise EngineResponseError(ENGINE, f"{new} new output ids but output_top_logprobs is {positions!r:.100}")
+            if self.tops is None:
+                self.tops = []
+            self.tops += positions[len(positions) - new :]
+        # A whole reply's lists are used as they are (slicing 32k items copies them for nothing), and copied only
+        # when a later event extends them.
+        if not self.ids and new == len(output_ids) and new == len(triples):
+            self.ids, self.triples, self._borrowed = output_ids, triples, True
+        elif new:
+            if self._borrowed:
+                self.ids, self.triples, self._borrowed = list(self.ids), list(self.triples), False
+            self.ids += output_ids[len(output_ids) - new :]
+            self.triples += triples[len(triples) - new :]
+        self.received = total
+        reason, prompt_tokens, cached_tokens = (
+            meta.get("finish_reason"),
+            meta.get("prompt_tokens"),
+            meta.get("cached_tokens"),
         )
+        if reason is not None:
+            self.finish = parse_finish_reason(reason)
+        if prompt_tokens is not None:
+            self.prompt_tokens = prompt_tokens
+        if cached_tokens is not None:
+            self.cached_tokens = cached_tokens
+        return True
+
+    def _checked(self, reply: Any) -> tuple[JsonObject, Any, Any, Any] | None:
+        """An event's fields where one is missing or of another type: the error that names it, or None for a
+        request aborted before prefill (queued when its client left), which ends with no ids at all."""
+        meta = require(ENGINE, reply, "meta_info", "")
+        if "output_ids" not in reply:
+            finish = parse_finish_reason(meta.get("finish_reason"))
+            if finish is not None and finish.kind is FinishKind.ABORT:
+                self.finish, self.prompt_tokens, self.cached_tokens = finish, meta.get("prompt_tokens"), 0
+                return None
+        output_ids = require(ENGINE, reply, "output_ids", "")
+        return meta, output_ids, require(ENGINE, meta, "output_token_logprobs", "meta_info"), meta.get("weight_version")
+
+    def chunk(self) -> GenerationChunk:
+        try:
+            ids = token_ids(self.ids)
+            logprobs = logprob_values([triple[0] for triple in self.triples])  # faster than itemgetter/zip (measured)
+        except (TypeError, IndexError, OverflowError) as exc:
+            detail = f"malformed output_ids or output_token_logprobs: {exc}"
+            raise EngineResponseError(ENGINE, detail, fault="malformed") from exc
+        return GenerationChunk(
+            ids=ids,
+            logprobs=logprobs,
+            finish=self.finish,
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            weight_version=self.weight_version,
+            top_logprobs=_top_logprobs(self.tops) if self.tops is not None else (),
+        )
+
+
+def _top_logprobs(positions: list[Any]) -> tuple[TopLogprobs, ...]:
+    """`output_top_logprobs` positions (lists of `[logprob, id, text|null]`) as (id, logprob) pairs."""
+    try:
+        return tuple(tuple((int(entry[1]), float(entry[0])) for entry in position or ()) for position in positions)
     except (TypeError, IndexError, ValueError) as exc:
         raise EngineResponseError(ENGINE, f"malformed output_top_logprobs: {exc}") from exc
 

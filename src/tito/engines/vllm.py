@@ -64,18 +64,18 @@ class _Aborted(Exception):
 
 
 class _EventPump:
-    """A stream's SSE events, read by one task into a queue, so the reader awaits each event without a task per
-    event (two tasks and an `asyncio.wait` per event cost more than the rest of tito's work on it). `abort` wakes
-    the reader at once; closing cancels the task, which closes the connection: vLLM aborts a request whose client
-    went away. Events that came before an abort are read first."""
+    """A stream's SSE events, each read's as one list, read by one task into a queue, so the reader awaits them
+    without a task per read (two tasks and an `asyncio.wait` per read cost more than the rest of tito's work on
+    it). `abort` wakes the reader at once; closing cancels the task, which closes the connection: vLLM aborts a
+    request whose client went away. Events that came before an abort are read first."""
 
-    def __init__(self, events: AsyncGenerator[JsonObject, None], aborted: asyncio.Event) -> None:
-        self._queue: asyncio.Queue[JsonObject | Exception | None] = asyncio.Queue()
+    def __init__(self, events: AsyncGenerator[list[JsonObject], None], aborted: asyncio.Event) -> None:
+        self._queue: asyncio.Queue[list[JsonObject] | Exception | None] = asyncio.Queue()
         self._reading = asyncio.ensure_future(self._read(events))
         self._watching = asyncio.ensure_future(self._watch(aborted))
 
-    async def next(self) -> JsonObject | None:
-        """The next event; None at the stream's end; raises the stream's error, or `_Aborted`."""
+    async def next(self) -> list[JsonObject] | None:
+        """The next read's events; None at the stream's end; raises the stream's error, or `_Aborted`."""
         item = await self._queue.get()
         if isinstance(item, Exception):
             raise item
@@ -86,7 +86,7 @@ class _EventPump:
         self._reading.cancel()
         await asyncio.gather(self._reading, self._watching, return_exceptions=True)  # the connection closes first
 
-    async def _read(self, events: AsyncGenerator[JsonObject, None]) -> None:
+    async def _read(self, events: AsyncGenerator[list[JsonObject], None]) -> None:
         try:
             async for event in events:
                 self._queue.put_nowait(event)
@@ -174,33 +174,46 @@ class VLLMEngine:
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
+        """One chunk per read of the SSE stream (all the chunks vLLM wrote at once); the finish leaves with the
+        usage chunk."""
         model = await self._served_model()
         aborted = self._aborts.setdefault(request.request_id, asyncio.Event())
         body = completions_body(request, model, stream=True, prompts=self._prompts)
         events = _EventPump(self._http.post_sse(COMPLETIONS, body, _headers(request)), aborted)
+        top = request.sampling.top_logprobs
         finish: Finish | None = None
         delivered = False
         try:
             while True:
                 try:
-                    event = await events.next()
+                    burst = await events.next()
                 except _Aborted:  # an abort after the finish (while the usage chunk was awaited) keeps the finish
                     yield GenerationChunk(token_ids(), logprob_values(), finish or _ABORTED, len(request.prompt_ids))
                     return
-                if event is None:
+                if burst is None:
                     break
-                choices = event.get("choices") or []
-                if choices and finish is None:
-                    ids, logprobs = completion_arrays(choices[0])
-                    finish = parse_finish(choices[0].get("finish_reason"), choices[0].get("stop_reason"))
-                    top = request.sampling.top_logprobs
-                    if ids or finish is None:
-                        tops = completion_top_logprobs(choices[0], top) if top and ids else ()
-                        yield GenerationChunk(ids, logprobs, top_logprobs=tops)
-                if event.get("usage") and finish is not None:
-                    prompt_tokens, cached_tokens = _usage(event["usage"], len(request.prompt_ids))
-                    yield GenerationChunk(token_ids(), logprob_values(), finish, prompt_tokens, cached_tokens)
-                    delivered = True
+                ids: list[Any] = []
+                values: list[Any] = []
+                tops: list[TopLogprobs] = []
+                usage = None
+                for event in burst:
+                    choices = event.get("choices")
+                    if choices and finish is None:
+                        choice = choices[0]
+                        choice_ids, choice_values = _choice_lists(choice)
+                        ids += choice_ids
+                        values += choice_values
+                        if top and choice_ids:
+                            tops += completion_top_logprobs(choice, top)
+                        finish = parse_finish(choice.get("finish_reason"), choice.get("stop_reason"))
+                    if event.get("usage") and finish is not None and not delivered:
+                        usage, delivered = event["usage"], True
+                if usage is not None:
+                    prompt_tokens, cached_tokens = _usage(usage, len(request.prompt_ids))
+                    ids_array, logprobs = _arrays(ids, values)
+                    yield GenerationChunk(ids_array, logprobs, finish, prompt_tokens, cached_tokens, None, tuple(tops))
+                elif ids:
+                    yield GenerationChunk(*_arrays(ids, values), top_logprobs=tuple(tops))
         finally:
             self._aborts.pop(request.request_id, None)
             await events.aclose()
@@ -345,10 +358,16 @@ def only_choice(reply: Any) -> JsonObject:
 
 
 def completion_arrays(choice: JsonObject) -> tuple[Any, Any]:
+    return _arrays(*_choice_lists(choice))
+
+
+def _choice_lists(choice: JsonObject) -> tuple[list[Any], list[Any]]:
+    """A choice's `token_ids` and `logprobs.token_logprobs`, checked to be lists of one length."""
     ids = require(ENGINE, choice, "token_ids", "choices[0]")
     logprobs = require(ENGINE, choice, "logprobs", "choices[0]")
     values = require(ENGINE, logprobs, "token_logprobs", "choices[0].logprobs")
-    return _arrays(ids, values)
+    _check_lists(ids, values)
+    return ids, values
 
 
 def completion_top_logprobs(choice: JsonObject, count: int) -> tuple[TopLogprobs, ...]:
@@ -386,11 +405,15 @@ def _generate_logprobs(choice: JsonObject) -> tuple[Any, Any]:
         raise EngineResponseError(ENGINE, f"malformed choices[0].logprobs.content: {exc!r}", fault="malformed") from exc
 
 
-def _arrays(ids: Any, values: Any) -> tuple[Any, Any]:
+def _check_lists(ids: Any, values: Any) -> None:
     if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values):
         raise EngineResponseError(
             ENGINE, f"token_ids and logprobs disagree: {ids!r:.100} vs {values!r:.100}", fault="malformed"
         )
+
+
+def _arrays(ids: Any, values: Any) -> tuple[Any, Any]:
+    _check_lists(ids, values)
     try:
         return token_ids(ids), logprob_values(values)
     except (TypeError, OverflowError) as exc:

@@ -98,14 +98,17 @@ class IncrementalParser:
         self._next_attempt = 0
         self._finished = False
 
-    def feed(self, ids: Sequence[int]) -> list[Delta]:
-        """The deltas the chunk `ids` decides (possibly none)."""
+    def feed(self, ids: Sequence[int], *, last: bool = False) -> list[Delta]:
+        """The deltas the chunk `ids` decides (possibly none). `last`: no id follows (`finish()` is next), so the
+        text is only taken: `finish()`'s whole parse decides its deltas anyway, with the same result."""
         if self._finished:
             raise RuntimeError("feed() after finish(): an incremental parser parses one completion")
         text = self._stream.feed(ids)
         if not text:
             return []
         self._marked.append(text)
+        if last:
+            return []
         deltas: list[Delta] = []
         self._advance(text, deltas)
         return deltas

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -69,8 +69,13 @@ openai SDK's delta type has no `reasoning_content` field, so `delta.reasoning_co
 chunk that lacks the key."""
 
 
+class LastEvent(bytes):
+    """A stream's last events: `SseResponse` sends them with the body's end, in one send."""
+
+
 class SseResponse(Response):
-    """Sends each event as it comes; the events' generator is closed when the client goes away."""
+    """Sends each event as it comes, one ASGI send each (a `LastEvent` ends the body in the same send); the events'
+    generator is closed when the client goes away."""
 
     def __init__(self, events: AsyncGenerator[bytes, None]) -> None:
         super().__init__(status_code=200)
@@ -86,6 +91,9 @@ class SseResponse(Response):
         try:
             async with contextlib.aclosing(self.events) as events:
                 async for event in events:
+                    if type(event) is LastEvent:
+                        await send({"type": "http.response.body", "body": bytes(event), "more_body": False})
+                        return
                     await send({"type": "http.response.body", "body": event, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
@@ -263,26 +271,34 @@ async def stream_turn(
     try:
         collector = StreamCollector(time.monotonic())
         engine_seconds = 0.0  # the waits for the engine's chunks, not tito's work on them
+        held = b""
         watch = TurnWatch(engine, prepared.request_id, prepared.session, receive, state.options.engine_timeout)
         async with watch:
+            chunks = engine.stream(engine_request(prepared))
+            next_chunk = chunks.__anext__
             try:
-                async with _closing(engine.stream(engine_request(prepared))) as chunks:
-                    while True:
-                        waited = time.monotonic()
-                        try:
-                            chunk = await anext(chunks)
-                        except StopAsyncIteration:
-                            break
-                        finally:
-                            engine_seconds += time.monotonic() - waited
-                        collector.add(chunk)
-                        event = encoder.chunk(_fed(parser, chunk.ids), chunk)
-                        if event:
-                            yield event
+                while True:
+                    waited = time.monotonic()
+                    try:
+                        chunk = await next_chunk()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        engine_seconds += time.monotonic() - waited
+                    collector.add(chunk)
+                    last = chunk.finish is not None
+                    event = encoder.chunk(_fed(parser, chunk.ids, last), chunk)
+                    if last:
+                        held += event  # leaves with the closing events, in one send
+                    elif event:
+                        yield event
             except TitoError:
                 raise
             except Exception as exc:
                 raise EngineResponseError(engine.info.name, f"the stream failed: {type(exc).__name__}: {exc}") from exc
+            finally:  # a turn left early closes the engine's stream (an HTTP engine then drops its connection)
+                if isinstance(chunks, AsyncGenerator):
+                    await chunks.aclose()
             generation = collector.generation()
             if generation.finish.kind is FinishKind.ABORT:
                 raise EngineResponseError(
@@ -302,19 +318,20 @@ async def stream_turn(
         return
     except TitoError as exc:
         state.metrics.count_error(exc)
-        yield encoder.failure(exc)
+        yield LastEvent(encoder.failure(exc))
         return
     except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in the dialect's shape
         state.metrics.errors.labels("InternalError").inc()
-        yield encoder.failure(exc)
+        yield LastEvent(encoder.failure(exc))
         return
-    yield encoder.closing(last_deltas, turn)
+    yield LastEvent(held + encoder.closing(last_deltas, turn))
 
 
-def _fed(parser: IncrementalParser, ids: Sequence[int]) -> list[Delta]:
-    """The deltas a chunk decides; a parser exception is the parser's failure (502), not the engine stream's."""
+def _fed(parser: IncrementalParser, ids: Sequence[int], last: bool) -> list[Delta]:
+    """The deltas a chunk decides (`last`: the chunk with the finish, whose deltas `finish()` decides); a parser
+    exception is the parser's failure (502), not the engine stream's."""
     try:
-        return parser.feed(ids)
+        return parser.feed(ids, last=last)
     except TitoError:
         raise
     except Exception as exc:
@@ -324,19 +341,9 @@ def _fed(parser: IncrementalParser, ids: Sequence[int]) -> list[Delta]:
 async def replay_committed(turn: TurnCommitted, encoder: StreamEncoder) -> AsyncGenerator[bytes, None]:
     """An SDK retry of a streamed turn that already committed: the committed message, streamed again."""
     yield encoder.opening()
-    yield encoder.closing(message_deltas(turn.assistant), turn)
+    yield LastEvent(encoder.closing(message_deltas(turn.assistant), turn))
 
 
 def _include_usage(request: ChatCompletionRequest) -> bool:
     options = request.stream_options
     return options is not None and options.include_usage
-
-
-@contextlib.asynccontextmanager
-async def _closing(chunks: AsyncIterator[GenerationChunk]) -> AsyncGenerator[AsyncIterator[GenerationChunk], None]:
-    """Close the engine's stream when the turn leaves it early (an HTTP engine then drops its connection)."""
-    try:
-        yield chunks
-    finally:
-        if isinstance(chunks, AsyncGenerator):
-            await chunks.aclose()
