@@ -127,4 +127,9 @@ def openai_error(exc: Exception) -> tuple[dict[str, Any], int]:
     """OpenAI's error shape (`error_body`) and the status, for any failure: one that is no TitoError is a 500."""
     if isinstance(exc, TitoError):
         return error_body(exc), exc.http_status
-    return {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}, 500
+    return {"error": {"type": "InternalError", "message": internal_error_words(exc)}}, 500
+
+
+def internal_error_words(exc: Exception) -> str:
+    """What a client is told of a failure that is no TitoError (a bug of tito's), in every dialect."""
+    return f"internal error: {type(exc).__name__}: {exc}"

@@ -43,7 +43,7 @@ from tito.server.dialects.edge import (
 )
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
-from tito.server.errors import BadRequestError, validation_error
+from tito.server.errors import BadRequestError, internal_error_words, validation_error
 from tito.server.models import (
     ChatCompletionRequest,
     JsonObject,
@@ -508,6 +508,6 @@ def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
     if isinstance(exc, TitoError):
         status, message = exc.http_status, f"{type(exc).__name__}: {exc}"
     else:
-        status, message = 500, f"internal error: {type(exc).__name__}: {exc}"
+        status, message = 500, internal_error_words(exc)
     kind = ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}, status

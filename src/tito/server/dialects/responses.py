@@ -50,7 +50,7 @@ from tito.server.dialects.edge import (
 )
 from tito.server.dialects.outputs import DeltaParts, Events
 from tito.server.dialects.signing import RoundTripSigner
-from tito.server.errors import BadRequestError, validation_error
+from tito.server.errors import BadRequestError, internal_error_words, validation_error
 from tito.server.models import (
     ChatCompletionRequest,
     JsonObject,
@@ -614,5 +614,5 @@ def error_body(exc: Exception) -> tuple[dict[str, Any], int]:
     if isinstance(exc, TitoError):
         status, kind, message = exc.http_status, type(exc).__name__, str(exc)
     else:
-        status, kind, message = 500, "InternalError", f"internal error: {type(exc).__name__}: {exc}"
+        status, kind, message = 500, "InternalError", internal_error_words(exc)
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}, status

@@ -46,7 +46,7 @@ from tito.engines.protocol import FinishKind, GenerationChunk, StreamCollector
 from tito.errors import EngineResponseError, TitoError
 from tito.parsing import ParseResult
 from tito.parsing.incremental import Delta, IncrementalParser, ToolCallDelta
-from tito.server.errors import ClientDisconnectedError, error_body
+from tito.server.errors import ClientDisconnectedError, openai_error
 from tito.server.models import ChatCompletionRequest
 from tito.server.state import ServerState
 from tito.server.turns.aborting import TurnWatch
@@ -133,11 +133,6 @@ def error_event(body: dict[str, Any]) -> bytes:
     return b"event: error\ndata: " + orjson.dumps(body) + b"\n\n"
 
 
-def internal_error_body(exc: Exception) -> dict[str, Any]:
-    """OpenAI's error shape for a failure that is no TitoError."""
-    return {"error": {"type": "InternalError", "message": f"internal error: {type(exc).__name__}: {exc}"}}
-
-
 class StreamEncoder(Protocol):
     """One dialect's events of one streamed turn, as SSE bytes; the core calls it in this order: `opening` once,
     `chunk` per engine chunk, then `closing` once the turn is committed, or `failure` instead."""
@@ -205,7 +200,7 @@ class ChatStreamEncoder:
         return events + DONE
 
     def failure(self, exc: Exception) -> bytes:
-        return error_event(error_body(exc) if isinstance(exc, TitoError) else internal_error_body(exc))
+        return error_event(openai_error(exc)[0])
 
 
 def delta_object(deltas: Sequence[Delta]) -> dict[str, Any]:
