@@ -8,8 +8,9 @@ its stderr (`DirectLines`), in the same format as its logging lines but without 
 it through handlers and a formatter per request; an app embedded elsewhere logs them through `logging`.
 
 What the times are, in wall time from the request's first event to its reply's last byte:
-- `engine_ms`: waiting on the engine (a whole reply: the call; a stream: the waits for each of its chunks, so the
-  work tito does on each chunk is not in it);
+- `engine_ms`: waiting on the engine (a whole reply: the call, with tito's writing of the request's JSON and reading
+  of the reply, about 0.3 ms at 32k tokens; a stream: the waits for each of its chunks, so the work tito does on each
+  chunk is not in it);
 - `wait_ms`: waiting on the client: for the request body to arrive (an agent writing a large body on a busy
   machine takes milliseconds) and for the client to take the reply (a stream's backpressure);
 - `tito_ms`: the rest: tito's own work, and whatever kept it from running (another process holding the CPU on a
