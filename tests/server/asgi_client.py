@@ -16,7 +16,8 @@ class AsgiClient:
         self.app = app
 
     async def post(self, path: str, body: Any = None) -> tuple[int, Any]:
-        payload = orjson.dumps(body) if body is not None else b""
+        """The reply's status and JSON; `body`: a JSON value, or the bytes of one (written before a timed call)."""
+        payload = body if isinstance(body, bytes) else orjson.dumps(body) if body is not None else b""
         scope = {
             "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",

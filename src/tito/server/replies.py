@@ -58,15 +58,18 @@ async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
-    body = bytearray()
+    chunks: list[bytes] = []  # joined once at the end: a body that arrives whole (the usual case) is never copied
+    size = 0
     try:
         async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
+            if chunk:
+                chunks.append(chunk)
+                size += len(chunk)
+            if size > limit:
                 raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
     except ClientDisconnect:
         raise ClientDisconnectedError(
-            f"the request body ended after {len(body)} bytes: the client left, or its framing (chunk sizes, "
+            f"the request body ended after {size} bytes: the client left, or its framing (chunk sizes, "
             "Content-Length) was malformed"
         ) from None
-    return bytes(body)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
