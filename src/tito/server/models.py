@@ -74,7 +74,6 @@ def _problem(value: Any, depth: int) -> tuple[list[str | int], str] | None:
         return None
     if depth > MAX_JSON_DEPTH:
         return [], f"nested deeper than {MAX_JSON_DEPTH} levels"
-    problem = None
     if isinstance(value, int):
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
             return [], f"the integer {value} is outside the 64-bit range"
@@ -91,7 +90,7 @@ def _problem(value: Any, depth: int) -> tuple[list[str | int], str] | None:
             if (problem := _problem(item, depth + 1)) is not None:
                 problem[0].append(index)
                 return problem
-    return problem
+    return None
 
 
 def _json_object(value: dict[str, Any]) -> dict[str, Any]:

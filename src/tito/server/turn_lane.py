@@ -2,17 +2,18 @@
 endpoint straight from the app's middlewares, through the turn gate, without FastAPI's router, its dependency
 resolution or its exception middlewares.
 
-A turn is the hot path of a server that spends well under a millisecond of its own on one (issue 34): FastAPI's
-layers between the last middleware and the endpoint cost about a fifth of that. The lane is the innermost middleware,
-so the access log, the API key and scale-out's ownership check still run first; the routes stay registered on the
-app for the OpenAPI contract, and every other route (and any other method) goes through FastAPI as before.
+A turn is the hot path (issue 34: a few milliseconds of tito's CPU each, to be brought under one): FastAPI's layers
+between the last middleware and the endpoint cost about 0.4 ms of it (benchmarks/turn_cpu.py). The lane is the
+innermost middleware, so the access log, the API key and scale-out's ownership check still run first; the routes
+stay registered on the app for the OpenAPI contract, and every other route (and any other method) goes through
+FastAPI as before.
 
 Every turn passes `TurnGate.turn()` for the whole of its reply (a stream until its last event); a refusal while
 paused is answered in the route's dialect, with `Retry-After` and `retry-after-ms`. An error the endpoint raises is
 answered in the route's dialect too (chat completions' endpoint leaves that to the app's error handlers, which this
 lane does not pass through).
 
-Imports from tito: errors, server.dialects, server.errors, server.metrics, server.replies, server.turns.turn_gate.
+Imports from tito: server.dialects, server.errors, server.metrics, server.replies, server.turns.turn_gate.
 """
 
 from __future__ import annotations
