@@ -99,3 +99,17 @@ def _outcome(template: jinja2.Template, messages: list[dict], tools: list | None
         return render_template(template, messages, tools, generation)
     except TemplateRenderError as exc:
         return f"refused: {exc}"
+
+
+def test_a_trusted_render_reads_a_dict_as_jinja_does() -> None:
+    """The trusted environment reads `message.name` as the item first (no AttributeError raised per lookup), but
+    a dict's own attributes, a missing key and objects that are not plain dicts read as they do in Jinja."""
+    source = (
+        "{% for m in messages %}{{ m.role }}|{{ m.missing is defined }}|{{ m.items is defined }}|{{ m.keys() | list }}"
+        "|{{ m.content if m.content is string else m.content | length }};{% endfor %}"
+    )
+    messages = [{"role": "user", "content": "hi", "items": "shadowed"}, {"role": "tool", "content": ["a", "b"]}]
+    trusted, sandboxed = compile_template(source, trusted=True), compile_template(source)
+    rendered = render_template(trusted, messages)
+    assert rendered == render_template(sandboxed, messages)
+    assert rendered.startswith("user|False|True|['role', 'content', 'items']|hi;")
