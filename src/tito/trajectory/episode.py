@@ -33,7 +33,6 @@ Imports nothing from tito but errors, matching and trajectory (base, events, lin
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import json
 import re
@@ -51,6 +50,7 @@ from tito.trajectory.events import (
     SessionConfig,
     TrajectoryKind,
     TurnCommitted,
+    with_changes,
 )
 from tito.trajectory.linear import LinearTrajectory
 from tito.trajectory.nodes import Node, PathSequence, TrajectoryIntegrityError
@@ -260,7 +260,7 @@ class Episode:
             owner = self.conversations[self._by_fingerprint[fingerprint]]
             plan = owner.trajectory.plan(messages, tools, fingerprint, True)
             if plan.idempotent_reply is not None:
-                return dataclasses.replace(plan, conversation=owner.conversation_id)
+                return with_changes(plan, conversation=owner.conversation_id)
         self._check_capacity()
         has_tools = bool(tools)
         if lineage is not None and lineage.key is not None:
@@ -351,9 +351,9 @@ class Episode:
                     has_tools=bool(tools),
                 )
                 plan = self._open(messages, tools, fingerprint, opening)
-                return dataclasses.replace(plan, resend=found, branched=True)
+                return with_changes(plan, resend=found, branched=True)
         plan = conversation.trajectory.plan(messages, tools, fingerprint, False)
-        return dataclasses.replace(plan, conversation=conversation.conversation_id)
+        return with_changes(plan, conversation=conversation.conversation_id)
 
     def _forks(self, stored: Sequence[Message], messages: Sequence[Message]) -> bool:
         """Whether the request resends the latest turn's request but not its reply, and asks something else in its
@@ -403,7 +403,7 @@ class Episode:
         opening: ConversationOpening,
     ) -> TurnPlan:
         plan = self._blank.plan(messages, tools, fingerprint, False)
-        return dataclasses.replace(plan, conversation=None, opening=opening, resend=None, branched=False)
+        return with_changes(plan, conversation=None, opening=opening, resend=None, branched=False)
 
     def _continued_compaction(self, messages: Sequence[Message]) -> Conversation | None:
         """The latest compaction conversation whose reply (the summary) the request carries in a message: the whole
@@ -443,10 +443,8 @@ class Episode:
         minted here, so concurrent openings get distinct ids)."""
         if plan.conversation is None:
             conversation_id = f"c{len(self.conversations)}"
-            return dataclasses.replace(
-                event, node_id=self.next_node_id, conversation_id=conversation_id, opening=plan.opening
-            )
-        return dataclasses.replace(event, node_id=self.next_node_id, conversation_id=plan.conversation, opening=None)
+            return with_changes(event, node_id=self.next_node_id, conversation_id=conversation_id, opening=plan.opening)
+        return with_changes(event, node_id=self.next_node_id, conversation_id=plan.conversation, opening=None)
 
     def apply(self, event: TurnCommitted) -> None:
         conversation_id = event.conversation_id

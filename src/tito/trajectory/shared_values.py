@@ -14,14 +14,13 @@ Imports nothing from tito but trajectory.events.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import orjson
 
-from tito.trajectory.events import TurnCommitted
+from tito.trajectory.events import TurnCommitted, with_changes
 
 KEPT_VALUES = 256
 """Distinct shared values remembered (tool sets and metadata containers): a run's agents send a few."""
@@ -50,7 +49,7 @@ class SharedValues:
                     metadata[key] = held
         if tools is turn.tools and metadata is None:
             return turn
-        return dataclasses.replace(turn, tools=tools, metadata=turn.metadata if metadata is None else metadata)
+        return with_changes(turn, tools=tools, metadata=turn.metadata if metadata is None else metadata)
 
     def value(self, value: Any) -> Any:
         """The held value equal to `value` (same type, same JSON; `==` too where the JSON has a null, which a NaN

@@ -240,7 +240,8 @@ async def generate(state: ServerState, prepared: PreparedTurn) -> Generation:
     engine = state.engine
     request = engine_request(prepared)
     try:
-        generation = await asyncio.wait_for(engine.generate(request), state.options.engine_timeout)
+        async with asyncio.timeout(state.options.engine_timeout):  # no task of its own, as wait_for makes
+            generation = await engine.generate(request)
     except TimeoutError:
         await engine.abort(request.request_id)
         raise EngineTimeoutError(
