@@ -7,7 +7,8 @@ not the 10 ms ticks of /proc/<pid>/stat), read before and after each turn. What 
 measured turns (robust to a shared machine), with the access log's `tito_ms` of the same turns beside it.
 
   sized       chat, Anthropic Messages and Responses, whole and streamed, at --tokens (8k and 32k): the history grows
-              with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size.
+              with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size. A whole and
+              a streamed session of each tree run in lockstep, so the streamed/whole ratio is measured side by side.
   --agent     the coding agents' shape: streamed, 25 tools with large JSON schemas, a ~20k-token system prompt, tool
               outputs from a few lines to thousands, up to --agent-tokens (100k+); medians per history band.
   --tito-src  run tito from several source trees side by side (`--old REV` adds an older commit's src/, exported
@@ -202,11 +203,11 @@ class Turns:
     prompt_tokens: list[int] = field(default_factory=list)
 
 
-async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], stream: bool, outputs: list[int],
+async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], streams: list[bool], outputs: list[int],
                 measure_from: int) -> list[Turns]:  # fmt: skip
-    """One session on each server (port, pid), driven in lockstep (each turn on every server in turn, so a change
-    of the machine's load falls on all alike): a turn per entry of `outputs` (the chars of the tool output appended
-    after it); the turns from `measure_from` on are measured."""
+    """One session on each server (port, pid), streamed or whole as `streams` says, driven in lockstep (each turn on
+    every server in turn, so a change of the machine's load falls on all alike): a turn per entry of `outputs` (the
+    chars of the tool output appended after it); the turns from `measure_from` on are measured."""
     connections = [RawConnection(port) for port, _ in servers]
     measured = [Turns() for _ in servers]
     try:
@@ -214,9 +215,9 @@ async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], stream:
         for connection, dialect in zip(connections, dialects, strict=True):
             _, body = await connection.request("POST", "/sessions")
             paths.append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
+        lanes = list(zip(servers, connections, paths, dialects, streams, measured, strict=True))
         for turn, chars in enumerate(outputs):
-            for (_, pid), connection, path, dialect, turns in zip(servers, connections, paths, dialects, measured,
-                                                                  strict=True):  # fmt: skip
+            for (_, pid), connection, path, dialect, stream, turns in lanes:
                 payload = dialect.body(stream)
                 before = cpu_ns(pid)
                 status, body = await connection.request("POST", path, payload)
@@ -286,26 +287,34 @@ def agent_outputs(tokens: int, chars_per_token: float, rng: random.Random) -> li
 
 def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
               logs: Path) -> None:  # fmt: skip
-    print("median CPU ms per turn (the access log's tito_ms, ms waiting for a CPU) per source tree")
+    print("median CPU ms per turn (the access log's tito_ms, ms waiting for a CPU) per source tree; whole and streamed "
+          "turns of a configuration run in lockstep, so streamed/whole is measured side by side too")  # fmt: skip
     print(f"{'config':26}" + "".join(f"{str(s)[-28:]:>30}" for s in sources) + "   ratio (last/first)")
     tools = tool_schemas(1, random.Random(0))
     for tokens in args.tokens:
         outputs, measure_from = sized_outputs(tokens, args.measured, chars_per_token)
         for name in args.dialects:
+            streams = [stream for stream in (False, True) for _ in sources]
+            trees = sources + sources
+            files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index, stream in enumerate(streams)]
+            with tito_servers(trees, engine_port, args.family, files) as servers:
+                dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in trees]
+                measured = asyncio.run(drive(servers, dialects, streams, outputs, measure_from))
+            time.sleep(0.2)
+            medians = [median(turns.cpu_ms) for turns in measured]
             for stream in (False, True):
-                files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index in range(len(sources))]
-                with tito_servers(sources, engine_port, args.family, files) as servers:
-                    dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in sources]
-                    measured = asyncio.run(drive(servers, dialects, stream, outputs, measure_from))
-                time.sleep(0.2)
-                cells, medians = [], []
-                for turns, log in zip(measured, files, strict=True):
-                    logged = access_tito_ms(log, len(turns.cpu_ms))
-                    medians.append(median(turns.cpu_ms))
-                    cells.append(f"{medians[-1]:6.2f} ms ({median(logged):5.2f}, {median(turns.runqueue_ms):5.2f})")
-                label = f"{name} {'streamed' if stream else 'whole'} ~{median(measured[0].prompt_tokens) / 1000:.0f}k"
-                print(f"{label:26}" + "".join(f"{c:>30}" for c in cells) + f"   {medians[-1] / medians[0]:.2f}",
-                      flush=True)  # fmt: skip
+                picked = [index for index, streamed in enumerate(streams) if streamed == stream]
+                cells = []
+                for index in picked:
+                    logged = access_tito_ms(files[index], len(measured[index].cpu_ms))
+                    runqueue = median(measured[index].runqueue_ms)
+                    cells.append(f"{medians[index]:6.2f} ms ({median(logged):5.2f}, {runqueue:5.2f})")
+                size = median(measured[picked[0]].prompt_tokens) / 1000
+                label = f"{name} {'streamed' if stream else 'whole'} ~{size:.0f}k"
+                print(f"{label:26}" + "".join(f"{c:>30}" for c in cells)
+                      + f"   {medians[picked[-1]] / medians[picked[0]]:.2f}", flush=True)  # fmt: skip
+            ratios = "".join(f"{medians[len(sources) + i] / medians[i]:>30.2f}" for i in range(len(sources)))
+            print(f"{'  streamed/whole':26}{ratios}", flush=True)
 
 
 def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
@@ -322,7 +331,7 @@ def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, c
         with tito_servers(sources, engine_port, args.family, files) as servers:
             user = "Fix the failing test in tests/unit and explain the cause."
             dialects = [DIALECTS[name](system, user, tools) for _ in sources]
-            measured = asyncio.run(drive(servers, dialects, True, outputs, 1))
+            measured = asyncio.run(drive(servers, dialects, [True] * len(sources), outputs, 1))
         time.sleep(0.2)
         for source, turns, log in zip(sources, measured, files, strict=True):
             logged = access_tito_ms(log, len(turns.cpu_ms))
