@@ -30,7 +30,9 @@ class RoundTripSigner:
     """Signs and verifies `(session_id, response_id)` values."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = key
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        """The HMAC with the key set, copied per value: a fresh `hmac.new` looks the digest up in OpenSSL again
+        (tens of microseconds on a turn's cold caches; every reply and resent thinking block has a value)."""
 
     @classmethod
     def for_journal(cls, journal: Path | None) -> RoundTripSigner:
@@ -70,4 +72,6 @@ class RoundTripSigner:
         return response_id if signed_session == session_id and response_id else None
 
     def _mac(self, payload: bytes) -> str:
-        return hmac.new(self._key, payload, hashlib.sha256).hexdigest()[:32]
+        mac = self._keyed.copy()
+        mac.update(payload)
+        return mac.hexdigest()[:32]
