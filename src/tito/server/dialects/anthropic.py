@@ -24,6 +24,7 @@ trajectory.events.
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
+    same_objects,
     signed_turn,
     thinking_kwargs,
 )
@@ -53,7 +55,6 @@ from tito.server.models import (
     TopK,
     TopP,
     json_objects,
-    json_objects_python,
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
@@ -130,7 +131,8 @@ def _with_messages(request: AnthropicRequest, messages: list[Any]) -> AnthropicR
 class Translated:
     """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
     from this one's body prefix (server.sessions.resent_prefix), holds the same message objects and fields, and only its
-    new messages are translated and validated."""
+    new messages are translated. They are not validated again as the chat request's messages: translation builds
+    them of strings and stored messages only, JSON objects by construction (the body's own were validated as read)."""
 
     request: AnthropicRequest
     chat: ChatCompletionRequest
@@ -149,11 +151,10 @@ def chat_request_reusing(
         ends = previous.ends[:kept]
         try:
             _translate(request.messages, kept, session, signer, new, ends, ends[-1])
-            checked = json_objects_python(new)
-        except (TitoError, ValidationError):
-            checked = None  # the whole translation names the error and its place
-        if checked is not None:
-            messages = previous.chat.messages[: ends[kept - 1]] + checked
+        except TitoError:
+            pass  # the whole translation names the error and its place
+        else:
+            messages = previous.chat.messages[: ends[kept - 1]] + new
             chat = previous.chat.model_copy(update={"messages": messages})
             remember(session, DIALECT, Translated(request, chat, ends), previous)
             return chat
@@ -166,7 +167,7 @@ def chat_request_reusing(
 def _kept(previous: AnthropicRequest, request: AnthropicRequest) -> int:
     """How many leading messages `request` shares with `previous` (the same objects), 0 unless every other
     field is the same object too (a body read from the previous one's prefix)."""
-    if any(getattr(request, name) is not getattr(previous, name) for name in _OTHER_FIELDS):
+    if not same_objects(_OTHER_FIELDS, request, previous):
         return 0
     if request.model_extra != previous.model_extra:
         return 0
@@ -239,7 +240,7 @@ def chat_request(
         raise validation_error(exc, "request (translated to a chat request)") from None
 
 
-_OTHER_FIELDS = tuple(name for name in AnthropicRequest.model_fields if name != "messages")
+_OTHER_FIELDS = operator.attrgetter(*(name for name in AnthropicRequest.model_fields if name != "messages"))
 
 
 def _system_text(system: Any, where: str = "system") -> str | None:
@@ -333,11 +334,15 @@ def _assistant_message(where: str, content: Any, session: Session, signer: Round
     return message
 
 
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(value, ensure_ascii=False)`'s encoder, made once (`json.dumps` builds one per call for that flag)."""
+
+
 def _tool_call(where: str, block: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
         raise BadRequestError(f"{where}: a tool_use block needs a string id and name")
     try:  # the spelling models write (", " and ": "); a signed resend is matched by value anyway
-        arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+        arguments = _ARGUMENTS.encode(block.get("input") or {})
     except (TypeError, ValueError) as exc:
         raise BadRequestError(f"{where}.input: not JSON: {exc}") from None
     return {"id": block["id"], "type": "function", "function": {"name": block["name"], "arguments": arguments}}

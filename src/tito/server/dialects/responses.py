@@ -29,6 +29,7 @@ trajectory.events.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
+    same_objects,
     signed_turn,
     stored_turn,
     thinking_kwargs,
@@ -59,7 +61,6 @@ from tito.server.models import (
     TokenLimit,
     TopP,
     json_objects,
-    json_objects_python,
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
@@ -144,7 +145,7 @@ def _with_input(request: ResponsesRequest, items: list[Any]) -> ResponsesRequest
     return request.model_copy(update={"input": items})
 
 
-_OTHER_FIELDS = tuple(name for name in ResponsesRequest.model_fields if name != "input")
+_OTHER_FIELDS = operator.attrgetter(*(name for name in ResponsesRequest.model_fields if name != "input"))
 
 
 def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
@@ -176,8 +177,9 @@ class RequestTools:
         """A resent `function_call`'s `namespace` must be the one tito's reply gave it (the tools' own); a call
         without one, or to a function these tools do not declare (a compaction request sends none), is not
         checked."""
-        declared = {tool["function"]["name"] for tool in self.chat or ()}
-        if namespace is None or name not in declared or self.namespaces.get(name) == namespace:
+        if namespace is None or self.namespaces.get(name) == namespace:
+            return
+        if name not in {tool["function"]["name"] for tool in self.chat or ()}:
             return
         stored = f"namespace {self.namespaces[name]!r}" if name in self.namespaces else "no namespace"
         raise BadRequestError(
@@ -187,6 +189,16 @@ class RequestTools:
     def recorded(self) -> dict[str, Any]:
         """What the turn records of them (its metadata)."""
         return {"hosted_tools": list(self.hosted)} if self.hosted else {}
+
+
+def request_tools_reusing(request: ResponsesRequest, session: Session) -> RequestTools:
+    """`request_tools` under the session's `hosted_tools`, or those of a kept translation whose request sent the
+    very same tools object (a body read from its prefix): the same tools under the same policy translate alike."""
+    if request.tools is not None:
+        for candidate in session.translations.get(DIALECT, ()):
+            if isinstance(candidate, Translated) and candidate.request.tools is request.tools:
+                return candidate.tools
+    return request_tools(request, session.config.hosted_tools)
 
 
 def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
@@ -226,10 +238,14 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
 class Translated:
     """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
     from this one's body prefix (server.sessions.resent_prefix), holds the same item objects and fields, and only the
-    items after the last one that ends an assistant turn's grouping are translated and validated anew."""
+    items after the last one that ends an assistant turn's grouping are translated anew. They are not validated again
+    as the chat request's messages: translation builds them of strings and stored messages only, JSON objects by
+    construction (the body's own were validated as read)."""
 
     request: ResponsesRequest
     chat: ChatCompletionRequest
+    tools: RequestTools
+    """The request's tools as translated: the next request's, when it sends the same tools object."""
     ends: list[int]
     """Per input item, how many chat messages (instructions included) the items up to it make, where that item
     closes every assistant message (a user, system or tool item); -1 elsewhere."""
@@ -246,16 +262,15 @@ def chat_request_reusing(
         new: list[dict[str, Any]] = []
         try:
             _Translation(session, signer, tools).messages(request.input, kept, new, ends, ends[-1])
-            checked = json_objects_python(new)
-        except (TitoError, ValidationError):
-            checked = None  # the whole translation names the error and its place
-        if checked is not None:
-            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + checked})
-            remember(session, DIALECT, Translated(request, chat, ends), previous)
+        except TitoError:
+            pass  # the whole translation names the error and its place
+        else:
+            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + new})
+            remember(session, DIALECT, Translated(request, chat, tools, ends), previous)
             return chat
     ends = []
     chat = chat_request(request, tools, session, signer, family, ends)
-    remember(session, DIALECT, Translated(request, chat, ends), None)
+    remember(session, DIALECT, Translated(request, chat, tools, ends), None)
     return chat
 
 
@@ -265,7 +280,7 @@ def _kept(previous: Translated, request: ResponsesRequest) -> int:
     before = previous.request
     if before.previous_response_id is not None or not isinstance(request.input, list):
         return 0
-    if any(getattr(request, name) is not getattr(before, name) for name in _OTHER_FIELDS):
+    if not same_objects(_OTHER_FIELDS, request, before):
         return 0
     if request.model_extra != before.model_extra or not isinstance(before.input, list):
         return 0

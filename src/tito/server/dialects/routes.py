@@ -128,7 +128,7 @@ def dialect_routes(state: ServerState) -> APIRouter:
         asked = got.request
         echo = responses.echo_fields(asked)
         model = state.reply_model(asked.model)
-        tools = responses.request_tools(asked, session.config.hosted_tools)
+        tools = responses.request_tools_reusing(asked, session)
         return DialectTurn(
             responses.chat_request_reusing(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),
