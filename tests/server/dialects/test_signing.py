@@ -27,6 +27,20 @@ def test_a_value_is_the_hmac_sha256_of_its_names_so_values_of_a_kept_key_verify_
         assert mac == hmac.new(b"k" * 32, payload, hashlib.sha256).hexdigest()[:32]
 
 
+def test_a_replys_value_is_signed_when_first_asked_and_once() -> None:
+    signer, asked = RoundTripSigner(b"k" * 32), []
+
+    class Counting(RoundTripSigner):
+        def sign(self, session_id: str, response_id: str) -> str:
+            asked.append((session_id, response_id))
+            return super().sign(session_id, response_id)
+
+    value = Counting(b"k" * 32).signing("s", "msg_1")
+    assert asked == []  # a reply without reasoning never signs
+    assert value() == value() == signer.sign("s", "msg_1")
+    assert asked == [("s", "msg_1")]
+
+
 def test_an_altered_forged_or_foreign_value_names_nothing() -> None:
     signer = RoundTripSigner(b"k" * 32)
     value = signer.sign("s", "resp_1")

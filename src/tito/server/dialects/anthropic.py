@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,13 +402,13 @@ _DELTA_FIELDS = {"thinking": ("thinking_delta", "thinking"), "text": ("text_delt
 class Blocks(DeltaParts):
     """An Anthropic message's content blocks, built from the assistant message's deltas in order, and (when
     `events` is a list) the stream events each delta makes, as SSE bytes (`content_block_start`, `..._delta`,
-    `..._stop`)."""
+    `..._stop`); `signature` gives a thinking block's (signed when first asked: RoundTripSigner.signing)."""
 
     REASONING = "thinking"
     TEXT = "text"
     DELTA_END = b"}}\n\n"
 
-    def __init__(self, signature: str) -> None:
+    def __init__(self, signature: Callable[[], str]) -> None:
         super().__init__()
         self.signature = signature
         self.blocks: list[dict[str, Any]] = []
@@ -418,7 +419,7 @@ class Blocks(DeltaParts):
         for block, parts in zip(self.blocks, self._parts, strict=True):
             text = "".join(parts)
             if block["type"] == "thinking":
-                content.append({"type": "thinking", "thinking": text, "signature": self.signature})
+                content.append({"type": "thinking", "thinking": text, "signature": self.signature()})
             elif block["type"] == "text":
                 content.append({"type": "text", "text": text})
             else:
@@ -451,7 +452,7 @@ class Blocks(DeltaParts):
         index = len(self.blocks) - 1
         if events is not None:
             if self._open == "thinking":
-                delta = {"type": "signature_delta", "signature": self.signature}
+                delta = {"type": "signature_delta", "signature": self.signature()}
                 events.append(sse({"type": "content_block_delta", "index": index, "delta": delta}))
             events.append(sse({"type": "content_block_stop", "index": index}))
         self._open = None
@@ -491,7 +492,7 @@ def tito_facts(turn: TurnCommitted) -> dict[str, Any]:
 
 def message_body(turn: TurnCommitted, model: str, signer: RoundTripSigner) -> dict[str, Any]:
     """The `message` of a committed turn (also what an SDK retry of it gets back)."""
-    blocks = Blocks(signer.sign(turn.session_id, turn.response_id))
+    blocks = Blocks(signer.signing(turn.session_id, turn.response_id))
     blocks.feed(message_deltas(turn.assistant), None)
     blocks.close(None)
     reason, sequence = stop_reason(turn)

@@ -30,7 +30,7 @@ trajectory.events.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -495,12 +495,13 @@ def _emit(events: Events, event: dict[str, Any]) -> None:
 class Items(DeltaParts):
     """A response's output items, built from the assistant message's deltas in order, and (when `events` is a
     list) the stream events each delta makes, as SSE bytes open before their `sequence_number` (the stream encoder
-    numbers them and closes them)."""
+    numbers them and closes them); `encrypted_content` gives a reasoning item's (signed when first asked:
+    RoundTripSigner.signing)."""
 
     REASONING = "reasoning"
     TEXT = "message"
 
-    def __init__(self, response_id: str, encrypted_content: str, namespaces: Mapping[str, str]) -> None:
+    def __init__(self, response_id: str, encrypted_content: Callable[[], str], namespaces: Mapping[str, str]) -> None:
         super().__init__()
         self.suffix = response_id.removeprefix("resp_")
         self.encrypted_content = encrypted_content
@@ -545,7 +546,7 @@ class Items(DeltaParts):
         item = {**self.items[-1], "status": "completed"}
         if self._open == "reasoning":
             item["content"] = [{"type": "reasoning_text", "text": text}]
-            item["encrypted_content"] = self.encrypted_content
+            item["encrypted_content"] = self.encrypted_content()
             _emit(events, {"type": "response.reasoning_text.done", **where, "content_index": 0, "text": text})
         elif self._open == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
@@ -618,7 +619,7 @@ def response_body(
     turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner, namespaces: Mapping[str, str]
 ) -> dict[str, Any]:
     """The `response` of a committed turn (also what an SDK retry of it gets back)."""
-    items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id), namespaces)
+    items = Items(turn.response_id, signer.signing(turn.session_id, turn.response_id), namespaces)
     items.feed(message_deltas(turn.assistant), None)
     items.close(None)
     return finished(response_object(turn.response_id, model, turn.at, echo, items.items), turn)

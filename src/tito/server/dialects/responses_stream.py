@@ -42,7 +42,7 @@ class ResponsesStreamEncoder:
         self.model = model
         self.response_id = response_id
         self.echo = echo
-        self.items = Items(response_id, signer.sign(session_id, response_id), tools.namespaces)
+        self.items = Items(response_id, signer.signing(session_id, response_id), tools.namespaces)
         self.created_at = time.time()
         self._label = labeller(response_id, DIALECT, tools.recorded())
         self._sequence = 0

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 PREFIX = "tito1"
@@ -53,6 +54,17 @@ class RoundTripSigner:
         payload = f"{session_id}\x00{response_id}".encode()
         named = base64.urlsafe_b64encode(payload).decode().rstrip("=")
         return f"{PREFIX}.{named}.{self._mac(payload)}"
+
+    def signing(self, session_id: str, response_id: str) -> Callable[[], str]:
+        """`sign`, deferred to the first call and kept: only a reply with reasoning carries its value."""
+        signed: list[str] = []
+
+        def value() -> str:
+            if not signed:
+                signed.append(self.sign(session_id, response_id))
+            return signed[0]
+
+        return value
 
     def verify(self, value: object, session_id: str) -> str | None:
         """The response id `value` names when it is tito's, unaltered and of this session; else None."""
