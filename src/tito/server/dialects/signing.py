@@ -32,8 +32,8 @@ class RoundTripSigner:
 
     def __init__(self, key: bytes) -> None:
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
-        """The HMAC with the key set, copied per value: a fresh `hmac.new` looks the digest up in OpenSSL again
-        (tens of microseconds on a turn's cold caches; every reply and resent thinking block has a value)."""
+        """The HMAC with the key set, copied per value (a fresh `hmac.new` sets the key up again; a resend verifies
+        one value per thinking block)."""
 
     @classmethod
     def for_journal(cls, journal: Path | None) -> RoundTripSigner:
