@@ -165,13 +165,16 @@ def is_hosted(kind: Any) -> bool:
 @dataclass(frozen=True)
 class RequestTools:
     """A request's `tools` as tito runs them: chat function tools (namespaces flattened), each namespaced
-    function's namespace, and the hosted tools left out."""
+    function's namespace, the hosted tools left out, and the tools as a `response` repeats them."""
 
     chat: list[dict[str, Any]] | None = None
     namespaces: Mapping[str, str] = field(default_factory=dict)
     """Function name -> the namespace tool it came in."""
     hosted: tuple[str, ...] = ()
     """The hosted tool types left out of the prompt, in request order."""
+    echoed: bytes = b"[]"
+    """The request's `tools` as JSON, written once (a coding agent's are tens of kilobytes, and a stream repeats
+    them in three events of every turn)."""
 
     def check_namespace(self, where: str, name: str, namespace: Any) -> None:
         """A resent `function_call`'s `namespace` must be the one tito's reply gave it (the tools' own); a call
@@ -231,7 +234,7 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
     for index, name in enumerate(names):
         if name in names[:index]:
             raise BadRequestError(f"tools: the function {name!r} is declared twice (namespaces are flattened)")
-    return RequestTools(chat, namespaces, tuple(hosted))
+    return RequestTools(chat, namespaces, tuple(hosted), orjson.dumps(request.tools))
 
 
 @dataclass(frozen=True)
@@ -563,10 +566,10 @@ class Items(DeltaParts):
         self._open = None
 
 
-def echo_fields(request: ResponsesRequest) -> dict[str, Any]:
-    """The request's settings a `response` object repeats."""
+def echo_fields(request: ResponsesRequest, tools: RequestTools) -> dict[str, Any]:
+    """The request's settings a `response` object repeats (`tools`: the request's, translated)."""
     echoed = {name: getattr(request, name) for name in ECHOED}
-    echoed["tools"] = request.tools or []
+    echoed["tools"] = orjson.Fragment(tools.echoed)
     echoed["tool_choice"] = request.tool_choice or "auto"
     echoed["parallel_tool_calls"] = True if request.parallel_tool_calls is None else request.parallel_tool_calls
     echoed["temperature"] = request.temperature

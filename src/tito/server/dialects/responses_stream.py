@@ -51,7 +51,7 @@ class ResponsesStreamEncoder:
         return self._label(turn)
 
     def opening(self) -> bytes:
-        response = self._response()
+        response = orjson.Fragment(orjson.dumps(self._response()))  # written once for both events
         return self._sse({"type": "response.created", "response": response}) + self._sse(
             {"type": "response.in_progress", "response": response}
         )
