@@ -14,7 +14,6 @@ import json
 import operator
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from tito.families.base import Family
@@ -111,7 +110,8 @@ def labeller(
 
     def label(turn: TurnCommitted) -> TurnCommitted:
         metadata = {**turn.metadata, **(recorded or {}), "dialect": dialect}
-        return replace(turn, response_id=response_id, metadata=metadata)
+        # not `dataclasses.replace`, which walks the fields in Python first (~1.6x the constructor alone), every turn
+        return TurnCommitted(**{**vars(turn), "response_id": response_id, "metadata": metadata})
 
     return label
 
