@@ -96,4 +96,6 @@ class ResponsesStreamEncoder:
     def _sse(self, event: dict[str, Any]) -> bytes:
         event["sequence_number"] = self._sequence
         self._sequence += 1
-        return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+        # joined, not added: a response event repeats the instructions and tools (hundreds of kilobytes for a coding
+        # agent), which each `+` would copy again
+        return b"".join((b"event: ", str(event["type"]).encode(), b"\ndata: ", orjson.dumps(event), b"\n\n"))
