@@ -1,14 +1,16 @@
-"""The dialect edge's lookup of the stored turn a round-trip value names."""
+"""The dialect edge's lookup of the stored turn a round-trip value names, and the label a dialect's turn is
+recorded with."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from types import SimpleNamespace
 from typing import cast
 
 import pytest
 
 from tests.trajectory.turns import assistant, turn, user
-from tito.server.dialects.edge import stored_turn
+from tito.server.dialects.edge import labeller, stored_turn
 from tito.server.sessions.registry import Session
 from tito.trajectory.events import SessionConfig, TrajectoryKind
 from tito.trajectory.nodes import NodeStore
@@ -32,3 +34,12 @@ def test_the_dialect_edge_finds_a_turn_without_scanning_the_nodes(monkeypatch: p
         trajectory.store.get(i).turn for i in range(20)
     ]
     assert stored_turn(session, "chatcmpl-never") is None
+
+
+def test_a_label_sets_the_response_id_and_the_dialects_metadata_and_keeps_every_other_field() -> None:
+    trajectory = TreeTrajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
+    committed = turn(trajectory, [user("q")], "a")
+    labelled = labeller("resp_1", "responses", {"hosted_tools": ["web_search"]})(committed)
+    metadata = {**committed.metadata, "hosted_tools": ["web_search"], "dialect": "responses"}
+    assert labelled == replace(committed, response_id="resp_1", metadata=metadata)
+    assert [getattr(labelled, f.name) is getattr(committed, f.name) for f in fields(committed)].count(False) == 2

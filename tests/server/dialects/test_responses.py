@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -17,6 +18,9 @@ import pytest
 from tests.server.conftest import Server
 from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
 from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION, STRICT
+from tito.families import get_family
+from tito.server.dialects import responses as edge
+from tito.server.dialects.signing import RoundTripSigner
 from tito.tokenizer_loading import LocalTokenizer
 
 TOOLS: Any = [{"type": "function", **tool["function"]} for tool in CHAT_TOOLS]
@@ -162,6 +166,28 @@ def test_every_event_carries_its_sequence_number(server: Server, qwen3_tokenizer
     events = [orjson.loads(chunk.split("\n")[1].removeprefix("data: ")) for chunk in chunks]
     assert [event["sequence_number"] for event in events] == list(range(len(events)))
     assert all(chunk.startswith(f"event: {event['type']}\n") for chunk, event in zip(chunks, events, strict=True))
+
+
+def test_every_response_repeats_the_requests_tools_as_sent(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
+    """The tools are written once per tools object and spliced into each response (whole, and the stream's
+    created, in_progress and completed events), turn after turn."""
+    session_id, tools = server.new_session(), [*TOOLS, {"type": "web_search"}]
+    items: list[Any] = [{"role": "user", "content": QUESTION}]
+    for turn in range(2):
+        server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, CALL))
+        body = {"input": items, "tools": tools, "store": False}
+        whole = server.http.post(f"/sessions/{session_id}/v1/responses", json=body).json()
+        with server.http.stream("POST", f"/sessions/{session_id}/v1/responses", json={**body, "stream": True}) as sse:
+            chunks = sse.read().decode().strip().split("\n\n")
+        events = [orjson.loads(chunk.split("\n")[1].removeprefix("data: ")) for chunk in chunks]
+        streamed = [event["response"] for event in events if "response" in event]
+        assert [event["type"] for event in events if "response" in event][-1] == "response.completed"
+        assert [response["tools"] for response in [whole, *streamed]] == [tools] * 4
+        call = whole["output"][-1]
+        items += [call, {"type": "function_call_output", "call_id": call["call_id"], "output": f"ran {turn}"}]
+    server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
+    without = server.http.post(f"/sessions/{server.new_session()}/v1/responses", json={"input": "hi"}).json()
+    assert without["tools"] == []
 
 
 def test_the_first_events_leave_while_the_engine_samples(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
@@ -362,6 +388,24 @@ def test_a_resent_call_must_name_the_namespace_its_function_was_declared_in(
     message = response.json()["error"]["message"]
     assert message.startswith(f"input[{len(body['input']) - 1}].namespace: 'other'") and "'multi_agent_v1'" in message
     assert len(turns_of(server, session_id)) == 1
+
+
+def test_a_resend_of_the_same_tools_reuses_their_translation_and_other_tools_are_translated_anew() -> None:
+    session: Any = SimpleNamespace(translations={}, session_id="s", config=SimpleNamespace(hosted_tools="drop"))
+    signer, family, reader = RoundTripSigner.for_journal(None), get_family("qwen3"), edge.body_reader()
+    items: list[Any] = [{"role": "user", "content": QUESTION}]
+    translated = []
+    for turn in range(3):
+        request = reader.read(json.dumps({"input": items, "tools": CODEX_TOOLS, "store": False}).encode()).request
+        tools = edge.request_tools_reusing(request, session)
+        assert tools == edge.request_tools(request, "drop")
+        edge.chat_request_reusing(request, tools, session, signer, family)
+        translated.append(tools)
+        call = {"type": "function_call", "call_id": f"c{turn}", "name": "spawn_agent", "arguments": "{}"}
+        items = [*items, call, {"type": "function_call_output", "call_id": f"c{turn}", "output": "spawned"}]
+    assert translated[1] is translated[0] and translated[2] is translated[0]
+    fewer = reader.read(json.dumps({"input": items, "tools": CODEX_TOOLS[:1]}).encode()).request
+    assert edge.request_tools_reusing(fewer, session) == edge.request_tools(fewer, "drop") != translated[0]
 
 
 def test_a_session_that_refuses_hosted_tools_answers_400_naming_the_tool(server: Server) -> None:

@@ -24,6 +24,8 @@ trajectory.events.
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
+    same_objects,
     signed_turn,
     thinking_kwargs,
 )
@@ -53,7 +56,6 @@ from tito.server.models import (
     TopK,
     TopP,
     json_objects,
-    json_objects_python,
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
@@ -130,7 +132,8 @@ def _with_messages(request: AnthropicRequest, messages: list[Any]) -> AnthropicR
 class Translated:
     """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
     from this one's body prefix (server.sessions.resent_prefix), holds the same message objects and fields, and only its
-    new messages are translated and validated."""
+    new messages are translated. They are not validated again as the chat request's messages: translation builds
+    them of strings and stored messages only, JSON objects by construction (the body's own were validated as read)."""
 
     request: AnthropicRequest
     chat: ChatCompletionRequest
@@ -149,11 +152,10 @@ def chat_request_reusing(
         ends = previous.ends[:kept]
         try:
             _translate(request.messages, kept, session, signer, new, ends, ends[-1])
-            checked = json_objects_python(new)
-        except (TitoError, ValidationError):
-            checked = None  # the whole translation names the error and its place
-        if checked is not None:
-            messages = previous.chat.messages[: ends[kept - 1]] + checked
+        except TitoError:
+            pass  # the whole translation names the error and its place
+        else:
+            messages = previous.chat.messages[: ends[kept - 1]] + new
             chat = previous.chat.model_copy(update={"messages": messages})
             remember(session, DIALECT, Translated(request, chat, ends), previous)
             return chat
@@ -166,7 +168,7 @@ def chat_request_reusing(
 def _kept(previous: AnthropicRequest, request: AnthropicRequest) -> int:
     """How many leading messages `request` shares with `previous` (the same objects), 0 unless every other
     field is the same object too (a body read from the previous one's prefix)."""
-    if any(getattr(request, name) is not getattr(previous, name) for name in _OTHER_FIELDS):
+    if not same_objects(_OTHER_FIELDS, request, previous):
         return 0
     if request.model_extra != previous.model_extra:
         return 0
@@ -239,7 +241,7 @@ def chat_request(
         raise validation_error(exc, "request (translated to a chat request)") from None
 
 
-_OTHER_FIELDS = tuple(name for name in AnthropicRequest.model_fields if name != "messages")
+_OTHER_FIELDS = operator.attrgetter(*(name for name in AnthropicRequest.model_fields if name != "messages"))
 
 
 def _system_text(system: Any, where: str = "system") -> str | None:
@@ -333,11 +335,15 @@ def _assistant_message(where: str, content: Any, session: Session, signer: Round
     return message
 
 
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(value, ensure_ascii=False)`'s encoder, made once (`json.dumps` builds one per call for that flag)."""
+
+
 def _tool_call(where: str, block: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
         raise BadRequestError(f"{where}: a tool_use block needs a string id and name")
     try:  # the spelling models write (", " and ": "); a signed resend is matched by value anyway
-        arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+        arguments = _ARGUMENTS.encode(block.get("input") or {})
     except (TypeError, ValueError) as exc:
         raise BadRequestError(f"{where}.input: not JSON: {exc}") from None
     return {"id": block["id"], "type": "function", "function": {"name": block["name"], "arguments": arguments}}
@@ -396,13 +402,13 @@ _DELTA_FIELDS = {"thinking": ("thinking_delta", "thinking"), "text": ("text_delt
 class Blocks(DeltaParts):
     """An Anthropic message's content blocks, built from the assistant message's deltas in order, and (when
     `events` is a list) the stream events each delta makes, as SSE bytes (`content_block_start`, `..._delta`,
-    `..._stop`)."""
+    `..._stop`); `signature` gives a thinking block's (signed when first asked: RoundTripSigner.signing)."""
 
     REASONING = "thinking"
     TEXT = "text"
     DELTA_END = b"}}\n\n"
 
-    def __init__(self, signature: str) -> None:
+    def __init__(self, signature: Callable[[], str]) -> None:
         super().__init__()
         self.signature = signature
         self.blocks: list[dict[str, Any]] = []
@@ -413,7 +419,7 @@ class Blocks(DeltaParts):
         for block, parts in zip(self.blocks, self._parts, strict=True):
             text = "".join(parts)
             if block["type"] == "thinking":
-                content.append({"type": "thinking", "thinking": text, "signature": self.signature})
+                content.append({"type": "thinking", "thinking": text, "signature": self.signature()})
             elif block["type"] == "text":
                 content.append({"type": "text", "text": text})
             else:
@@ -446,7 +452,7 @@ class Blocks(DeltaParts):
         index = len(self.blocks) - 1
         if events is not None:
             if self._open == "thinking":
-                delta = {"type": "signature_delta", "signature": self.signature}
+                delta = {"type": "signature_delta", "signature": self.signature()}
                 events.append(sse({"type": "content_block_delta", "index": index, "delta": delta}))
             events.append(sse({"type": "content_block_stop", "index": index}))
         self._open = None
@@ -486,7 +492,7 @@ def tito_facts(turn: TurnCommitted) -> dict[str, Any]:
 
 def message_body(turn: TurnCommitted, model: str, signer: RoundTripSigner) -> dict[str, Any]:
     """The `message` of a committed turn (also what an SDK retry of it gets back)."""
-    blocks = Blocks(signer.sign(turn.session_id, turn.response_id))
+    blocks = Blocks(signer.signing(turn.session_id, turn.response_id))
     blocks.feed(message_deltas(turn.assistant), None)
     blocks.close(None)
     reason, sequence = stop_reason(turn)

@@ -31,7 +31,7 @@ class AnthropicStreamEncoder:
         self.model = model
         self.response_id = response_id
         self.prompt_tokens = prompt_tokens
-        self.blocks = Blocks(signer.sign(session_id, response_id))
+        self.blocks = Blocks(signer.signing(session_id, response_id))
         self._label = labeller(response_id, DIALECT)
 
     def label(self, turn: TurnCommitted) -> TurnCommitted:

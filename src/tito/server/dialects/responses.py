@@ -29,7 +29,8 @@ trajectory.events.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
+    same_objects,
     signed_turn,
     stored_turn,
     thinking_kwargs,
@@ -59,7 +61,6 @@ from tito.server.models import (
     TokenLimit,
     TopP,
     json_objects,
-    json_objects_python,
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
@@ -144,7 +145,7 @@ def _with_input(request: ResponsesRequest, items: list[Any]) -> ResponsesRequest
     return request.model_copy(update={"input": items})
 
 
-_OTHER_FIELDS = tuple(name for name in ResponsesRequest.model_fields if name != "input")
+_OTHER_FIELDS = operator.attrgetter(*(name for name in ResponsesRequest.model_fields if name != "input"))
 
 
 def _response_format(request: ResponsesRequest) -> dict[str, Any] | None:
@@ -164,20 +165,24 @@ def is_hosted(kind: Any) -> bool:
 @dataclass(frozen=True)
 class RequestTools:
     """A request's `tools` as tito runs them: chat function tools (namespaces flattened), each namespaced
-    function's namespace, and the hosted tools left out."""
+    function's namespace, the hosted tools left out, and the tools as a `response` repeats them."""
 
     chat: list[dict[str, Any]] | None = None
     namespaces: Mapping[str, str] = field(default_factory=dict)
     """Function name -> the namespace tool it came in."""
     hosted: tuple[str, ...] = ()
     """The hosted tool types left out of the prompt, in request order."""
+    echoed: bytes = b"[]"
+    """The request's `tools` as JSON, written once (a coding agent's are tens of kilobytes, and a stream repeats
+    them in three events of every turn)."""
 
     def check_namespace(self, where: str, name: str, namespace: Any) -> None:
         """A resent `function_call`'s `namespace` must be the one tito's reply gave it (the tools' own); a call
         without one, or to a function these tools do not declare (a compaction request sends none), is not
         checked."""
-        declared = {tool["function"]["name"] for tool in self.chat or ()}
-        if namespace is None or name not in declared or self.namespaces.get(name) == namespace:
+        if namespace is None or self.namespaces.get(name) == namespace:
+            return
+        if name not in {tool["function"]["name"] for tool in self.chat or ()}:
             return
         stored = f"namespace {self.namespaces[name]!r}" if name in self.namespaces else "no namespace"
         raise BadRequestError(
@@ -187,6 +192,16 @@ class RequestTools:
     def recorded(self) -> dict[str, Any]:
         """What the turn records of them (its metadata)."""
         return {"hosted_tools": list(self.hosted)} if self.hosted else {}
+
+
+def request_tools_reusing(request: ResponsesRequest, session: Session) -> RequestTools:
+    """`request_tools` under the session's `hosted_tools`, or those of a kept translation whose request sent the
+    very same tools object (a body read from its prefix): the same tools under the same policy translate alike."""
+    if request.tools is not None:
+        for candidate in session.translations.get(DIALECT, ()):
+            if isinstance(candidate, Translated) and candidate.request.tools is request.tools:
+                return candidate.tools
+    return request_tools(request, session.config.hosted_tools)
 
 
 def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
@@ -219,17 +234,21 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
     for index, name in enumerate(names):
         if name in names[:index]:
             raise BadRequestError(f"tools: the function {name!r} is declared twice (namespaces are flattened)")
-    return RequestTools(chat, namespaces, tuple(hosted))
+    return RequestTools(chat, namespaces, tuple(hosted), orjson.dumps(request.tools))
 
 
 @dataclass(frozen=True)
 class Translated:
     """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
     from this one's body prefix (server.sessions.resent_prefix), holds the same item objects and fields, and only the
-    items after the last one that ends an assistant turn's grouping are translated and validated anew."""
+    items after the last one that ends an assistant turn's grouping are translated anew. They are not validated again
+    as the chat request's messages: translation builds them of strings and stored messages only, JSON objects by
+    construction (the body's own were validated as read)."""
 
     request: ResponsesRequest
     chat: ChatCompletionRequest
+    tools: RequestTools
+    """The request's tools as translated: the next request's, when it sends the same tools object."""
     ends: list[int]
     """Per input item, how many chat messages (instructions included) the items up to it make, where that item
     closes every assistant message (a user, system or tool item); -1 elsewhere."""
@@ -246,16 +265,15 @@ def chat_request_reusing(
         new: list[dict[str, Any]] = []
         try:
             _Translation(session, signer, tools).messages(request.input, kept, new, ends, ends[-1])
-            checked = json_objects_python(new)
-        except (TitoError, ValidationError):
-            checked = None  # the whole translation names the error and its place
-        if checked is not None:
-            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + checked})
-            remember(session, DIALECT, Translated(request, chat, ends), previous)
+        except TitoError:
+            pass  # the whole translation names the error and its place
+        else:
+            chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + new})
+            remember(session, DIALECT, Translated(request, chat, tools, ends), previous)
             return chat
     ends = []
     chat = chat_request(request, tools, session, signer, family, ends)
-    remember(session, DIALECT, Translated(request, chat, ends), None)
+    remember(session, DIALECT, Translated(request, chat, tools, ends), None)
     return chat
 
 
@@ -265,7 +283,7 @@ def _kept(previous: Translated, request: ResponsesRequest) -> int:
     before = previous.request
     if before.previous_response_id is not None or not isinstance(request.input, list):
         return 0
-    if any(getattr(request, name) is not getattr(before, name) for name in _OTHER_FIELDS):
+    if not same_objects(_OTHER_FIELDS, request, before):
         return 0
     if request.model_extra != before.model_extra or not isinstance(before.input, list):
         return 0
@@ -480,12 +498,13 @@ def _emit(events: Events, event: dict[str, Any]) -> None:
 class Items(DeltaParts):
     """A response's output items, built from the assistant message's deltas in order, and (when `events` is a
     list) the stream events each delta makes, as SSE bytes open before their `sequence_number` (the stream encoder
-    numbers them and closes them)."""
+    numbers them and closes them); `encrypted_content` gives a reasoning item's (signed when first asked:
+    RoundTripSigner.signing)."""
 
     REASONING = "reasoning"
     TEXT = "message"
 
-    def __init__(self, response_id: str, encrypted_content: str, namespaces: Mapping[str, str]) -> None:
+    def __init__(self, response_id: str, encrypted_content: Callable[[], str], namespaces: Mapping[str, str]) -> None:
         super().__init__()
         self.suffix = response_id.removeprefix("resp_")
         self.encrypted_content = encrypted_content
@@ -530,7 +549,7 @@ class Items(DeltaParts):
         item = {**self.items[-1], "status": "completed"}
         if self._open == "reasoning":
             item["content"] = [{"type": "reasoning_text", "text": text}]
-            item["encrypted_content"] = self.encrypted_content
+            item["encrypted_content"] = self.encrypted_content()
             _emit(events, {"type": "response.reasoning_text.done", **where, "content_index": 0, "text": text})
         elif self._open == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
@@ -547,10 +566,10 @@ class Items(DeltaParts):
         self._open = None
 
 
-def echo_fields(request: ResponsesRequest) -> dict[str, Any]:
-    """The request's settings a `response` object repeats."""
+def echo_fields(request: ResponsesRequest, tools: RequestTools) -> dict[str, Any]:
+    """The request's settings a `response` object repeats (`tools`: the request's, translated)."""
     echoed = {name: getattr(request, name) for name in ECHOED}
-    echoed["tools"] = request.tools or []
+    echoed["tools"] = orjson.Fragment(tools.echoed)
     echoed["tool_choice"] = request.tool_choice or "auto"
     echoed["parallel_tool_calls"] = True if request.parallel_tool_calls is None else request.parallel_tool_calls
     echoed["temperature"] = request.temperature
@@ -603,7 +622,7 @@ def response_body(
     turn: TurnCommitted, model: str, echo: dict[str, Any], signer: RoundTripSigner, namespaces: Mapping[str, str]
 ) -> dict[str, Any]:
     """The `response` of a committed turn (also what an SDK retry of it gets back)."""
-    items = Items(turn.response_id, signer.sign(turn.session_id, turn.response_id), namespaces)
+    items = Items(turn.response_id, signer.signing(turn.session_id, turn.response_id), namespaces)
     items.feed(message_deltas(turn.assistant), None)
     items.close(None)
     return finished(response_object(turn.response_id, model, turn.at, echo, items.items), turn)

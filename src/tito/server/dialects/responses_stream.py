@@ -42,7 +42,7 @@ class ResponsesStreamEncoder:
         self.model = model
         self.response_id = response_id
         self.echo = echo
-        self.items = Items(response_id, signer.sign(session_id, response_id), tools.namespaces)
+        self.items = Items(response_id, signer.signing(session_id, response_id), tools.namespaces)
         self.created_at = time.time()
         self._label = labeller(response_id, DIALECT, tools.recorded())
         self._sequence = 0
@@ -51,7 +51,7 @@ class ResponsesStreamEncoder:
         return self._label(turn)
 
     def opening(self) -> bytes:
-        response = self._response()
+        response = orjson.Fragment(orjson.dumps(self._response()))  # written once for both events
         return self._sse({"type": "response.created", "response": response}) + self._sse(
             {"type": "response.in_progress", "response": response}
         )
@@ -96,4 +96,6 @@ class ResponsesStreamEncoder:
     def _sse(self, event: dict[str, Any]) -> bytes:
         event["sequence_number"] = self._sequence
         self._sequence += 1
-        return b"event: " + str(event["type"]).encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+        # joined, not added: a response event repeats the instructions and tools (hundreds of kilobytes for a coding
+        # agent), which each `+` would copy again
+        return b"".join((b"event: ", str(event["type"]).encode(), b"\ndata: ", orjson.dumps(event), b"\n\n"))

@@ -126,9 +126,9 @@ def dialect_routes(state: ServerState) -> APIRouter:
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
         got = read(session, responses.DIALECT, responses.body_reader, body)
         asked = got.request
-        echo = responses.echo_fields(asked)
+        tools = responses.request_tools_reusing(asked, session)
+        echo = responses.echo_fields(asked, tools)
         model = state.reply_model(asked.model)
-        tools = responses.request_tools(asked, session.config.hosted_tools)
         return DialectTurn(
             responses.chat_request_reusing(asked, tools, session, signer, state.tokenizers.family),
             bool(asked.stream),

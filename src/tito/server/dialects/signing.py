@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 PREFIX = "tito1"
@@ -30,7 +31,9 @@ class RoundTripSigner:
     """Signs and verifies `(session_id, response_id)` values."""
 
     def __init__(self, key: bytes) -> None:
-        self._key = key
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        """The HMAC with the key set, copied per value (a fresh `hmac.new` sets the key up again; a resend verifies
+        one value per thinking block)."""
 
     @classmethod
     def for_journal(cls, journal: Path | None) -> RoundTripSigner:
@@ -52,6 +55,17 @@ class RoundTripSigner:
         named = base64.urlsafe_b64encode(payload).decode().rstrip("=")
         return f"{PREFIX}.{named}.{self._mac(payload)}"
 
+    def signing(self, session_id: str, response_id: str) -> Callable[[], str]:
+        """`sign`, deferred to the first call and kept: only a reply with reasoning carries its value."""
+        signed: list[str] = []
+
+        def value() -> str:
+            if not signed:
+                signed.append(self.sign(session_id, response_id))
+            return signed[0]
+
+        return value
+
     def verify(self, value: object, session_id: str) -> str | None:
         """The response id `value` names when it is tito's, unaltered and of this session; else None."""
         if not isinstance(value, str):
@@ -70,4 +84,6 @@ class RoundTripSigner:
         return response_id if signed_session == session_id and response_id else None
 
     def _mac(self, payload: bytes) -> str:
-        return hmac.new(self._key, payload, hashlib.sha256).hexdigest()[:32]
+        mac = self._keyed.copy()
+        mac.update(payload)
+        return mac.hexdigest()[:32]
