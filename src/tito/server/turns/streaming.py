@@ -35,7 +35,6 @@ import contextlib
 import secrets
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Protocol
 
 import orjson
@@ -60,7 +59,7 @@ from tito.server.turns.completions import (
 )
 from tito.server.turns.logprobs import choice_logprobs
 from tito.tokenizer_protocol import Tokenizer
-from tito.trajectory.events import TurnCommitted
+from tito.trajectory.events import TurnCommitted, with_changes
 
 DONE = b"data: [DONE]\n\n"
 OPENING_DELTA = {"role": "assistant", "content": "", "reasoning_content": None}
@@ -178,7 +177,7 @@ class ChatStreamEncoder:
             self.opening_logprobs = choice_logprobs(request, tokenizer, turn.output_ids, turn.output_logprobs)
 
     def label(self, turn: TurnCommitted) -> TurnCommitted:
-        return replace(turn, response_id=self.chunks.response_id)
+        return with_changes(turn, response_id=self.chunks.response_id)
 
     def opening(self) -> bytes:
         return self.chunks.chunk(OPENING_DELTA, logprobs=self.opening_logprobs)
