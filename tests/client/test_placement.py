@@ -91,3 +91,23 @@ def test_a_create_waits_only_for_servers_never_heard_from_and_no_server_is_polle
     assert pool.due(now=1.0) == ([], [])  # all three in flight
     pool.polled(A)
     assert pool.due(now=1.0) == ([], [A])
+
+
+def test_a_load_polled_before_later_creates_does_not_erase_them() -> None:
+    """A background poll answers after the creates that followed its sending: its load counts none of them, so the
+    server keeps them in its score (resetting it made a server that had just taken sessions look empty)."""
+    pool = Placement([A, B], dead_after_s=5.0, poll_every_s=0.0, shared_journal=False)
+    empty = ServerLoad(sessions=0, turns_in_flight=0, ready=True)
+    pool.note_load(A, empty, now=0.0)
+    pool.note_load(B, empty, now=0.0)
+    sent_to_b = pool.poll_sent(B)
+    for number in range(4):
+        url = pool.pick(tried=set())
+        assert url is not None
+        pool.place(f"s{number}", url)
+    pool.note_load(B, empty, now=1.0, created_before=sent_to_b)  # answered late, counted before the creates
+    assert [pool.pick(tried=set()) for _ in range(2)] == [A, B], "the two servers hold two sessions each"
+    pool.place("s4", A)
+    pool.place("s5", B)
+    pool.note_load(B, ServerLoad(sessions=3, turns_in_flight=0, ready=True), now=2.0, created_before=pool.poll_sent(B))
+    assert pool.servers[B].score == 3, "a load polled after the creates counts them: none is counted twice"

@@ -2,7 +2,11 @@
 which sessions are lost. `SessionPool` and `AsyncSessionPool` do the calls and tell it what they saw.
 
 A server is placed on by its score (live sessions + turns in flight at its last `/load`, + sessions placed on it
-since), ties going to the one chosen least recently. A server that fails to answer is *failing*; one failing for
+that load cannot hold yet), ties going to the one chosen least recently. A load answers for the sessions created before
+its poll was sent, not for those picked since: a poll in the background can answer after later creates (resetting the
+count then made a server that had just taken sessions look empty, and the next ones went there too).
+
+A server that fails to answer is *failing*; one failing for
 `dead_after_s` (or marked dead by its supervisor: `tito.ray` when Ray reports its actor dead) is *dead*: its
 sessions become `Lost`, or, with `shared_journal`, move to live servers, which take them over from the journal on
 their next request. A dead server stays dead for this pool (a lost session is never reported alive again).
@@ -38,6 +42,11 @@ class Server:
     load: ServerLoad | None = None
     polled_at: float = float("-inf")
     placed_since_poll: int = 0
+    """Sessions picked for this server that its last load does not count (created after its poll, or in flight)."""
+    created: int = 0
+    """Sessions created on it through the pool, in all."""
+    created_in_load: int = 0
+    """Of `created`, how many a load has counted (those created before its poll was sent)."""
     chosen_at: int = 0
     failing_since: float | None = None
     dead_reason: str | None = None
@@ -115,10 +124,20 @@ class Placement:
                                  s.score, s.chosen_at))  # fmt: skip
         return live
 
-    def note_load(self, url: str, load: ServerLoad, now: float) -> None:
+    def poll_sent(self, url: str) -> int:
+        """What a poll of `url` sent now will count: the sessions created on it so far (pass it to `note_load`)."""
+        with self._lock:
+            return self.servers[url].created
+
+    def note_load(self, url: str, load: ServerLoad, now: float, created_before: int | None = None) -> None:
+        """The load a poll of `url` answered; `created_before`: `poll_sent`'s count when it was sent (None: now)."""
         with self._lock:
             server = self.servers[url]
-            server.load, server.polled_at, server.placed_since_poll, server.failing_since = load, now, 0, None
+            covered = server.created if created_before is None else created_before
+            counted_now = max(0, covered - server.created_in_load)
+            server.created_in_load = max(server.created_in_load, covered)
+            server.placed_since_poll = max(0, server.placed_since_poll - counted_now)
+            server.load, server.polled_at, server.failing_since = load, now, None
 
     def note_success(self, url: str) -> None:
         with self._lock:
@@ -160,6 +179,7 @@ class Placement:
         with self._lock:
             server = self.servers[url]
             server.sessions.add(session_id)
+            server.created += 1
             server.failing_since = None
             self.owner[session_id] = url
 

@@ -191,13 +191,14 @@ class SessionPool(_PoolBase):
         return [lost for found in self._polls.map(self._poll_one, urls, [deadline_s] * len(urls)) for lost in found]
 
     def _poll_one(self, url: str, deadline_s: float) -> list[Lost]:
+        created_before = self.placement.poll_sent(url)
         try:
             load = self.clients[url].load(deadline_s=deadline_s)
         except ServerUnavailableError as error:
             return self.placement.note_failure(url, str(error), time.monotonic())
         finally:
             self.placement.polled(url)
-        self.placement.note_load(url, load, time.monotonic())
+        self.placement.note_load(url, load, time.monotonic(), created_before)
         return []
 
     def close(self) -> None:
@@ -326,13 +327,14 @@ class AsyncSessionPool(_PoolBase):
         return [lost for each in found for lost in each]
 
     async def _poll_one(self, url: str, deadline_s: float) -> list[Lost]:
+        created_before = self.placement.poll_sent(url)
         try:
             load = await self.clients[url].load(deadline_s=deadline_s)
         except ServerUnavailableError as error:
             return self.placement.note_failure(url, str(error), time.monotonic())
         finally:
             self.placement.polled(url)
-        self.placement.note_load(url, load, time.monotonic())
+        self.placement.note_load(url, load, time.monotonic(), created_before)
         return []
 
     async def aclose(self) -> None:
