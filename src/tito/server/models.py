@@ -127,11 +127,6 @@ def json_objects(array: bytes) -> list[dict[str, Any]]:
     return _JSON_OBJECTS.validate_json(array)
 
 
-def json_objects_python(values: list[Any]) -> list[dict[str, Any]]:
-    """Objects built in Python (a dialect's translated messages) validated as a `list[JsonObject]` field is."""
-    return _JSON_OBJECTS.validate_python(values)
-
-
 class StreamOptions(RequestModel):
     include_usage: bool = False
 

@@ -24,7 +24,7 @@ def with_changes(value: Frozen, **changes: Any) -> Frozen:
     """A copy of a frozen event or plan with `changes`: `dataclasses.replace` for the per-turn path.
 
     `dataclasses.replace` reads every field and runs `__init__` again, one frozen `__setattr__` per field (4.5 us
-    for a `TurnCommitted`, and a turn makes three or four such copies); these values check nothing at
+    for a `TurnCommitted`, and a turn makes four or five such copies); these values check nothing at
     construction, so copying the instance's fields and setting the changed ones is the same value."""
     fields_held = value.__dict__
     if not changes.keys() <= fields_held.keys():
