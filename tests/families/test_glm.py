@@ -6,6 +6,7 @@ on a proxy tokenizer (the Qwen3 vocabulary with every GLM marker atomic), since 
 
 from __future__ import annotations
 
+import array
 import itertools
 
 import pytest
@@ -229,7 +230,8 @@ def test_the_junction_drops_exactly_one_trailing_id() -> None:
 @pytest.mark.parametrize("thinking", [True, False], ids=["thinking", "no_thinking"])
 @pytest.mark.parametrize("stop", FAMILY.stop_tokens)
 def test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled(thinking: bool, stop: str) -> None:
-    """Stored ids end with the sampled stop (`<|observation|>` even if a user follows); merge drops it, no duplicate."""
+    """Stored ids end with the sampled stop (`<|observation|>` even if a user follows); merge drops it, no duplicate,
+    from a list of ids and from a session's recorded array alike."""
     tokenizer = proxy_tokenizer("glm47")
     tt = get_tito_tokenizer(tokenizer, "glm47", {"enable_thinking": thinking})
     (stop_id,) = tokenizer.encode(stop, add_special_tokens=False)
@@ -241,6 +243,8 @@ def test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled(thi
         assert merged == full, roles
         kept = len(stored) - FAMILY.junction.trailing_ids_dropped
         assert merged[:kept] == stored[:kept]
+        recorded = tt.merge_recorded_tokens(history, history + appended, array.array("i", stored), TOOLS)
+        assert recorded.tolist() == full, roles  # a session's own ids (an array) drop the stop as a list does
 
 
 def test_keeping_the_sampled_stop_token_would_duplicate_the_opener() -> None:
