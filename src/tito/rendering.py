@@ -12,7 +12,7 @@ Imports nothing from tito but errors.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -123,6 +123,42 @@ def compile_template(source: str, trusted: bool = False) -> jinja2.Template:
     return _environment(trusted).from_string(source)
 
 
+Renderer = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None, bool], str]
+"""(messages, tools, add_generation_prompt) -> the render."""
+
+
+def template_renderer(template: jinja2.Template, kwargs: Mapping[str, Any]) -> Renderer:
+    """`render_template` with `kwargs` bound: the template's globals and the kwargs are merged once, not on every
+    call (`Template.render` copies its globals' ChainMap key by key into each new context: a quarter of a turn's
+    render of a few messages). Each render gets its own context over a fresh dict, as `render` gives it."""
+    environment, root = template.environment, template.root_render_func
+    bound = {**template.globals, **kwargs}
+
+    def render(
+        messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None, add_generation_prompt: bool
+    ) -> str:
+        variables = {
+            **bound,
+            "messages": messages,
+            "tools": tools,
+            "documents": None,
+            "add_generation_prompt": add_generation_prompt,
+        }
+        try:
+            try:
+                return environment.concat(root(template.new_context(variables, shared=True)))  # type: ignore[attr-defined]
+            except Exception:
+                environment.handle_exception()  # re-raises with the template's lines in the traceback, as render does
+        except jinja2.exceptions.TemplateError as exc:
+            raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc
+        except (TypeError, ValueError, LookupError, AttributeError) as exc:  # a template applying a filter to bad data
+            raise TemplateRenderError(
+                f"the chat template failed on the conversation: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return render
+
+
 def render_template(
     template: jinja2.Template,
     messages: Sequence[Mapping[str, Any]],
@@ -131,15 +167,4 @@ def render_template(
     **kwargs: Any,
 ) -> str:
     """Render like `transformers.apply_chat_template(tokenize=False)`; template errors become TemplateRenderError."""
-    try:
-        return template.render(
-            messages=messages,
-            tools=tools,
-            documents=None,
-            add_generation_prompt=add_generation_prompt,
-            **kwargs,
-        )
-    except jinja2.exceptions.TemplateError as exc:
-        raise TemplateRenderError(f"the chat template refused the conversation: {exc}") from exc
-    except (TypeError, ValueError, LookupError, AttributeError) as exc:  # a template applying a filter to bad data
-        raise TemplateRenderError(f"the chat template failed on the conversation: {type(exc).__name__}: {exc}") from exc
+    return template_renderer(template, kwargs)(messages, tools, add_generation_prompt)

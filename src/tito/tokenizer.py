@@ -48,7 +48,7 @@ from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.messages import Message, check_tools, normalize_messages
 from tito.parsing import IncrementalParser, ParseResult, build_completion_parser
-from tito.rendering import compile_template, render_template, template_kwargs_read
+from tito.rendering import compile_template, template_kwargs_read, template_renderer
 from tito.tokenizer_protocol import Tokenizer
 
 Tools = Sequence[Mapping[str, Any]] | None
@@ -196,7 +196,7 @@ class TitoTokenizer:
             assert encoder is not None  # _template_source returns None only for encoder families
             return lambda messages, tools, generation: encoder(messages, tools, generation, kwargs)
         template = compile_template(source, trusted=family.fixed_template.template is not None)  # tito's own
-        return lambda messages, tools, generation: render_template(template, messages, tools, generation, **kwargs)
+        return template_renderer(template, kwargs)
 
     def _atomic_id(self, token: str) -> int:
         ids = self.tokenizer.encode(token, add_special_tokens=False)
