@@ -314,7 +314,9 @@ class TitoTokenizer:
                 f"message {first_index}: the tokenizer does not split at the family's special token. Reproduce: "
                 f"tito verify --family {family.name}",
             )  # fmt: skip
-        return list(ids[1:] if prefix else ids)
+        if prefix:
+            del ids[0]  # the encode's own new list: the anchor leaves in place, no copy of the appended ids
+        return ids
 
     def parse_completion(
         self, completion_ids: Sequence[int], prompt_ids: Sequence[int] | None = None, tools: Tools = None
