@@ -130,9 +130,11 @@ Renderer = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | 
 def template_renderer(template: jinja2.Template, kwargs: Mapping[str, Any]) -> Renderer:
     """`render_template` with `kwargs` bound: the template's globals and the kwargs are merged once, not on every
     call (`Template.render` copies its globals' ChainMap key by key into each new context: a quarter of a turn's
-    render of a few messages). Each render gets its own context over a fresh dict, as `render` gives it."""
-    environment, root = template.environment, template.root_render_func
-    bound = {**template.globals, **kwargs}
+    render of a few messages). Each render gets its own context over a fresh dict, as `render` gives it (its
+    `new_context`, less the copy)."""
+    environment, root, name, blocks = template.environment, template.root_render_func, template.name, template.blocks
+    template_globals = dict(template.globals)  # a context reads its globals' keys: from a dict, not a ChainMap
+    bound = {**template_globals, **kwargs}
 
     def render(
         messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None, add_generation_prompt: bool
@@ -146,7 +148,8 @@ def template_renderer(template: jinja2.Template, kwargs: Mapping[str, Any]) -> R
         }
         try:
             try:
-                return environment.concat(root(template.new_context(variables, shared=True)))  # type: ignore[attr-defined]
+                context = environment.context_class(environment, variables, name, blocks, template_globals)
+                return environment.concat(root(context))  # type: ignore[attr-defined]
             except Exception:
                 environment.handle_exception()  # re-raises with the template's lines in the traceback, as render does
         except jinja2.exceptions.TemplateError as exc:
