@@ -22,7 +22,7 @@ KNOWN_ROLES = ("system", "user", "assistant", "tool")
 
 def _encodable(index: int, field: str, text: str | None) -> str | None:
     """`text` unchanged when it is valid Unicode; a lone surrogate (from JSON `\\ud800`) cannot be tokenized."""
-    if text is not None:
+    if text is not None and not text.isascii():  # ASCII always encodes: checked without copying the text
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
