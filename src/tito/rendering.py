@@ -149,7 +149,7 @@ def template_renderer(template: jinja2.Template, kwargs: Mapping[str, Any]) -> R
         try:
             try:
                 context = environment.context_class(environment, variables, name, blocks, template_globals)
-                return environment.concat(root(context))  # type: ignore[attr-defined]
+                return environment.concat(root(context))
             except Exception:
                 environment.handle_exception()  # re-raises with the template's lines in the traceback, as render does
         except jinja2.exceptions.TemplateError as exc:
