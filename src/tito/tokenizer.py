@@ -378,7 +378,7 @@ class TitoTokenizer:
         tail = _id_array([*self._closing(stored_ids), *additional])
         if not (isinstance(stored_ids, array.array) and stored_ids.typecode == "i"):
             return array.array("i", stored_ids[:count]) + tail  # plain ints from any sequence (numpy ids, say)
-        # one exact allocation: `extend` grew the kept ids' block id by id (~15 us at 32k stored ids)
+        # one exact allocation and two block copies (`extend` from a list inserted the appended ids one by one)
         return (stored_ids if count == len(stored_ids) else stored_ids[:count]) + tail
 
     def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
