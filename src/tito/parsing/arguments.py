@@ -35,6 +35,9 @@ _JSON_TYPES: Mapping[type, str] = {
     list: "array",
     type(None): "null",
 }
+_MAPPING = (dict, Mapping)
+"""`isinstance(value, _MAPPING)` is `isinstance(value, Mapping)` with a JSON object (a dict) told in C: the ABC's check
+takes ten times as long (~0.25 us, four of them per tool for every parse)."""
 
 
 class ArgumentError(ValueError):
@@ -110,16 +113,17 @@ class ToolIndex:
 
     @classmethod
     def of(cls, tools: Sequence[ToolSchema] | None) -> ToolIndex:
+        """Built for every parse from the request's tools (a new list each request)."""
         if tools is None:
             return cls(None)
         index: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
-            function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
-            name = function.get("name") if isinstance(function, Mapping) else None
+            function = tool.get("function", tool) if isinstance(tool, _MAPPING) else {}
+            name = function.get("name") if isinstance(function, _MAPPING) else None
             if isinstance(name, str):
                 parameters = function.get("parameters") or {}
-                properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-                index[name] = properties if isinstance(properties, Mapping) else {}
+                properties = parameters.get("properties") if isinstance(parameters, _MAPPING) else None
+                index[name] = properties if isinstance(properties, _MAPPING) else {}
         return cls(index)
 
     def knows(self, name: str) -> bool:
@@ -129,7 +133,7 @@ class ToolIndex:
         if self.parameters is None:
             return None
         schema = self.parameters.get(tool, {}).get(parameter)
-        return schema if isinstance(schema, Mapping) else None
+        return schema if isinstance(schema, _MAPPING) else None
 
 
 _STRING = frozenset({"string"})
@@ -175,7 +179,7 @@ def declared_types(schema: Mapping[str, Any] | None) -> frozenset[str]:
     if isinstance(options, list):
         found: set[str] = set()
         for option in options:
-            option_types = declared_types(option) if isinstance(option, Mapping) else frozenset()
+            option_types = declared_types(option) if isinstance(option, _MAPPING) else frozenset()
             if not option_types:
                 return frozenset()
             found |= option_types
