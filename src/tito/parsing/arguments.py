@@ -247,8 +247,12 @@ def type_mismatch(value: Any, schema: Mapping[str, Any] | None) -> str:
 def schema_mismatches(arguments: Mapping[str, Any], tools: ToolIndex, name: str) -> str:
     """Why JSON arguments do not fit the tool's declared parameter types ("" when they do): the same check
     parameter formats make while typing, so a call gets the same status in every family."""
-    problems = ((key, type_mismatch(value, tools.parameter_schema(name, key))) for key, value in arguments.items())
-    return "; ".join(f"parameter {key!r}: {problem}" for key, problem in problems if problem)
+    problems = [
+        f"parameter {key!r}: {problem}"
+        for key, value in arguments.items()
+        if (problem := type_mismatch(value, tools.parameter_schema(name, key)))
+    ]  # a list, not two chained generators: one frame for every call of every turn
+    return "; ".join(problems)
 
 
 def _fits(value: Any, types: frozenset[str]) -> bool:
