@@ -140,6 +140,20 @@ def test_content_leaves_as_it_is_sampled_not_at_the_end() -> None:
     assert next(i for i, deltas in enumerate(streamed) if any(d.content for d in deltas)) < len(streamed) - 3
 
 
+def test_a_character_split_across_ids_leaves_whole_when_fed_one_id_at_a_time(qwen3_tokenizer: LocalTokenizer) -> None:
+    parser = build_completion_parser(get_family("qwen3"), qwen3_tokenizer)
+    ids = qwen3_tokenizer.encode("<think>\n\n</think>\n\nOK 😀 𝔘𝔫𝔦 中文 done<|im_end|>")
+    assert any(qwen3_tokenizer.decode([token]).endswith("\ufffd") for token in ids)  # some id is part of a character
+    streaming = IncrementalParser(parser, None, TOOLS)
+    pieces = [delta.content for token in ids[:-1] for delta in streaming.feed([token]) if delta.content]
+    assert all("\ufffd" not in piece for piece in pieces)
+    deltas, result = stream(streaming, [ids[-1:]])
+    assert result == parser.parse(ids, None, TOOLS)
+    assert (
+        "".join(pieces) + "".join(d.content or "" for d in deltas) == result.message["content"] == "OK 😀 𝔘𝔫𝔦 中文 done"
+    )
+
+
 @pytest.mark.parametrize("size", [1, 2, 0])
 def test_a_marker_the_tokenizer_splits_is_held_back_until_decided(qwen3_tokenizer: LocalTokenizer, size: int) -> None:
     """`｜DSML｜` is ordinary text in the Qwen3 vocabulary: its first pieces must not leave as content."""

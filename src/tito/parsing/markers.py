@@ -292,6 +292,12 @@ class MarkedTextStream:
         if self.stopped:
             return ""
         if self.special.isdisjoint(ids):
+            if len(ids) == 1 and not self._run and not self._held and not self.scanner.held_spellings:
+                # An engine's usual chunk, one id, in `_release`'s usual case, without its steps: a text no later
+                # id can change (a complete character, no text marker or stop text to wait for) leaves at once.
+                text = self.scanner.token_text(ids[0])
+                if not text.endswith(_REPLACEMENT):
+                    return neutralized(text)
             self._run.extend(ids)
             return self._release(final=False)
         pieces: list[str] = []
