@@ -46,6 +46,29 @@ def test_anything_but_one_json_object_is_an_argument_error(broken: str) -> None:
         object_member_spans(broken)
 
 
+@pytest.mark.parametrize(
+    ("broken", "offset"),
+    [
+        ("  [1]", "expected '{' at offset 2"),
+        ("{ 1}", "expected a key at offset 2"),
+        ('{"a":1,}', "expected a key at offset 7"),
+        ('{"a" 1}', "expected ':' at offset 5"),
+        ('{"a": 1 x', "expected ',' or '}' at offset 8"),
+        ('{"a": 1}  x', "text after the object at offset 8"),
+    ],
+)
+def test_an_argument_error_names_the_offset_past_the_whitespace_before_it(broken: str, offset: str) -> None:
+    """The message enters a call's recorded `detail`: its offset is where the unexpected character is, except text
+    after the object, counted from the closing brace."""
+    with pytest.raises(ArgumentError) as raised:
+        object_member_spans(broken)
+    assert str(raised.value) == f"not a JSON object: {offset}"
+
+
+def test_member_spans_skip_every_kind_of_json_whitespace() -> None:
+    assert object_member_spans(' {\t"a"\r: 1 ,\n "b" :2 } ') == {"a": (1, 9, 10), "b": (2, 19, 20)}
+
+
 def test_json_object_reads_an_object_and_rejects_non_objects() -> None:
     assert json_object('{ "city" :"Paris" ,"n":1 }') == {"city": "Paris", "n": 1}
     for not_object in ("[1]", '"x"', "3", "nope"):

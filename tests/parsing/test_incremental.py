@@ -140,6 +140,40 @@ def test_content_leaves_as_it_is_sampled_not_at_the_end() -> None:
     assert next(i for i, deltas in enumerate(streamed) if any(d.content for d in deltas)) < len(streamed) - 3
 
 
+def test_a_character_split_across_ids_leaves_whole_when_fed_one_id_at_a_time(qwen3_tokenizer: LocalTokenizer) -> None:
+    parser = build_completion_parser(get_family("qwen3"), qwen3_tokenizer)
+    ids = qwen3_tokenizer.encode("<think>\n\n</think>\n\nOK 😀 𝔘𝔫𝔦 中文 done<|im_end|>")
+    assert any(qwen3_tokenizer.decode([token]).endswith("\ufffd") for token in ids)  # some id is part of a character
+    streaming = IncrementalParser(parser, None, TOOLS)
+    pieces = [delta.content for token in ids[:-1] for delta in streaming.feed([token]) if delta.content]
+    assert all("\ufffd" not in piece for piece in pieces)
+    deltas, result = stream(streaming, [ids[-1:]])
+    assert result == parser.parse(ids, None, TOOLS)
+    assert (
+        "".join(pieces) + "".join(d.content or "" for d in deltas) == result.message["content"] == "OK 😀 𝔘𝔫𝔦 中文 done"
+    )
+
+
+@pytest.mark.parametrize("after", ["", "\nAnd one more thing."])
+def test_finish_reads_the_body_again_only_when_it_changed_since_the_streams_last_read(
+    qwen3_tokenizer: LocalTokenizer, monkeypatch: pytest.MonkeyPatch, after: str
+) -> None:
+    parser = build_completion_parser(get_family("qwen3"), qwen3_tokenizer)
+    call = '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>'
+    ids = qwen3_tokenizer.encode(f"<think>\nr\n</think>\n\nSure.\n{call}")
+    tail = qwen3_tokenizer.encode(f"{after}<|im_end|>")  # one last chunk: its text is only taken, never read
+    read: list[str] = []
+    original = parser.format.parse
+    monkeypatch.setattr(parser.format, "parse", lambda text, tools: read.append(text) or original(text, tools))
+    deltas, result = stream(IncrementalParser(parser, None, TOOLS), [[token] for token in ids] + [tail], last=True)
+    body = "\n\nSure.\n\ufdd2\n" + '{"name": "search", "arguments": {"query": "x"}}\n\ufdd3'
+    # the stream reads the body at the call's opening and closing markers; finish() only a body that changed since
+    assert read == ["\n\nSure.\n\ufdd2", body] + ([body + after] if after else [])
+    assert result == parser.parse(ids + tail, None, TOOLS)
+    assert accumulate(deltas) == {"reasoning_content": "r", **result.message}
+    assert result.message["content"] == "Sure." + after
+
+
 @pytest.mark.parametrize("size", [1, 2, 0])
 def test_a_marker_the_tokenizer_splits_is_held_back_until_decided(qwen3_tokenizer: LocalTokenizer, size: int) -> None:
     """`｜DSML｜` is ordinary text in the Qwen3 vocabulary: its first pieces must not leave as content."""

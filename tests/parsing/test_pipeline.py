@@ -115,3 +115,25 @@ def test_a_marker_that_can_overlap_itself_is_counted_with_its_overlaps() -> None
     assert count("a｜DSML｜b｜DSML｜") == 2
     assert count("｜DSML｜DSML｜") == 2  # a spelled `｜DSML` right before the real token: two, not one
     assert _occurrence_counter("<tool_call>")("<tool_call><tool_call>") == 2
+
+
+def test_a_single_ids_text_is_decoded_once_and_past_the_bound_decoded_each_time(
+    qwen3_tokenizer: LocalTokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scanner = build_completion_parser(get_family("qwen3"), qwen3_tokenizer).scanner
+    decoded: list[list[int]] = []
+
+    class Counted:
+        def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+            decoded.append(list(ids))
+            return qwen3_tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    monkeypatch.setattr(scanner, "tokenizer", Counted())
+    cafe = qwen3_tokenizer.encode(" café au lait")
+    assert [scanner.run_text([token]) for token in cafe * 2] == [qwen3_tokenizer.decode([t]) for t in cafe * 2]
+    assert decoded == [[token] for token in cafe]  # the second time from memory
+    assert scanner.run_text(cafe) == " café au lait" and decoded[-1] == cafe  # a longer run is decoded whole
+    monkeypatch.setattr("tito.parsing.markers._TOKEN_TEXTS_KEPT", len(scanner._token_texts))
+    other = qwen3_tokenizer.encode(" zebra")[0]
+    assert scanner.token_text(other) == scanner.token_text(other) == qwen3_tokenizer.decode([other])
+    assert decoded[-2:] == [[other], [other]]  # past the bound: decoded each time, never a stale or missing text

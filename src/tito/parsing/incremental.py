@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tito.parsing.arguments import ToolIndex
-from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN
+from tito.parsing.grammar import THINK_CLOSE, THINK_OPEN, Body
 from tito.parsing.markers import MarkedTextStream, held_prefix_length
 from tito.parsing.pipeline import CompletionParser, finished_attempt
 from tito.parsing.result import ParseResult, ToolCallAttempt, ToolSchema
@@ -89,6 +89,9 @@ class IncrementalParser:
         self._reasoning_started = False
         self._body = ""
         self._body_has_calls = False
+        self._parsed: tuple[str, Body] | None = None
+        """The last body text the grammar read and what it read: `finish()`'s whole parse takes it when the body
+        is still that text (a call's closing marker is usually the last id before the stop)."""
         self._content_pending = ""
         self._content_started = False
         self._reasoning: list[str] = []
@@ -118,7 +121,12 @@ class IncrementalParser:
         self._finished = True
         self._marked.append(self._stream.finish())
         result = self.parser.parse_marked(
-            "".join(self._marked), self._stream.stopped, self.prompt_opened, self.prompt_length, self.tools
+            "".join(self._marked),
+            self._stream.stopped,
+            self.prompt_opened,
+            self.prompt_length,
+            self.tools,
+            self._parsed,
         )
         message = result.message
         deltas: list[Delta] = []
@@ -206,6 +214,7 @@ class IncrementalParser:
         body = self._body
         view = body[: len(body) - held_prefix_length(body, fmt.openers)]
         parsed = fmt.parse(view, self.tools)
+        self._parsed = (view, parsed)
         self._emit_content(fmt.restore(parsed.content).rstrip(), deltas)
         attempts = parsed.attempts
         while self._next_attempt < len(attempts):

@@ -109,12 +109,24 @@ class CompletionParser:
         return self.parse_marked(text, stopped, self.prompt_opened(prompt_ids), prompt_length, ToolIndex.of(tools))
 
     def parse_marked(
-        self, text: str, stopped: bool, prompt_opened: bool | None, prompt_length: int, tools: ToolIndex
+        self,
+        text: str,
+        stopped: bool,
+        prompt_opened: bool | None,
+        prompt_length: int,
+        tools: ToolIndex,
+        parsed: tuple[str, Body] | None = None,
     ) -> ParseResult:
-        """The text level of `parse`, for text already marked (whole, or accumulated by a stream)."""
+        """The text level of `parse`, for text already marked (whole, or accumulated by a stream). `parsed`: a body
+        text already parsed with `tools` and its Body (a stream's last), taken when the body is that text."""
         fmt = self.format
         split = split_reasoning(fmt, text, prompt_opened)
-        body = Body("") if split.closed is False else fmt.parse(split.body, tools)
+        if split.closed is False:
+            body = Body("")
+        elif parsed is not None and parsed[0] == split.body:
+            body = parsed[1]
+        else:
+            body = fmt.parse(split.body, tools)
         message: AssistantMessage = {"role": "assistant", "content": fmt.restore(body.content)}
         if split.reasoning is not None:
             message["reasoning_content"] = fmt.restore(split.reasoning.strip(fmt.reasoning_strip))

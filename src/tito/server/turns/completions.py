@@ -345,6 +345,10 @@ def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:
     ]
 
 
+_SAMPLING_FIELDS = tuple(f.name for f in fields(SamplingParams))
+"""What a turn records of its sampling, in field order: read once, not by `dataclasses.fields` on every turn."""
+
+
 def build_turn(
     prepared: PreparedTurn, generation: Generation, result: ParseResult, engine: EngineInfo
 ) -> TurnCommitted:
@@ -361,7 +365,7 @@ def build_turn(
         "engine_finish": generation.finish.kind.value,
         "weight_versions": list(generation.weight_versions),
         "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},
-        "sampling": {f.name: _json_value(getattr(sampling, f.name)) for f in fields(sampling)},
+        "sampling": {name: _json_value(getattr(sampling, name)) for name in _SAMPLING_FIELDS},
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
         "requested_at": prepared.requested_at,
