@@ -134,7 +134,8 @@ class ResentPrefix(Generic[Request]):
             digest.update(memoryview(body)[mark.offset :])
             return ReadBody(last.request, digest, True), last
         first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
-        same_rest = memoryview(body)[close_at:] == memoryview(last.body)[last.close :]
+        rest = memoryview(last.body)[last.close :]  # bytes.endswith is a memcmp, memoryview == compares per item
+        same_rest = len(body) - close_at == len(rest) and body.endswith(rest)
         try:
             if same_rest:
                 elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close_at] + b"]")
