@@ -154,7 +154,8 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
 
 
 def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previous_body() -> None:
-    prefix = reader()
+    validated: list[int] = []
+    prefix = counting_reader(validated)
     main, side = turns(6), [{"role": "system", "content": "Summarise."}, {"role": "user", "content": "the log"}]
     check(prefix, body(main[:3]), False)
     check(prefix, body(side), True)  # from the head the two share, kept apart from the main conversation
@@ -162,6 +163,20 @@ def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previou
         check(prefix, body(main[:count]), True)
         side = [*side, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"more {count}"}]
         check(prefix, body(side), True)
+    assert validated == [2] * 9  # each body read from its own conversation's last, not from the head it shares
+
+
+def counting_reader(validated: list[int]) -> ResentPrefix[ChatCompletionRequest]:
+    """The chat reader, counting the elements each validation of new elements alone gets."""
+
+    def validate_elements(array: bytes) -> list[Any]:
+        elements = json_objects(array)
+        validated.append(len(elements))
+        return elements
+
+    prefix = chat_body_reader()
+    prefix.validate_elements = validate_elements
+    return prefix
 
 
 def read_as_whole(prefix: ResentPrefix[ChatCompletionRequest], body: bytes) -> bool:
@@ -189,13 +204,7 @@ def test_appended_messages_are_validated_once_and_not_scanned_until_a_body_parts
     scan = resent_prefix._continue_array
     monkeypatch.setattr(resent_prefix, "_continue_array", lambda *args: scans.append(1) or scan(*args))
     validated: list[int] = []
-    prefix = ResentPrefix(
-        "messages",
-        parse_chat_request,
-        lambda array: validated.append(len(json_objects(array))) or json_objects(array),
-        lambda request: request.messages,
-        lambda request, messages: request.model_copy(update={"messages": messages}),
-    )
+    prefix = counting_reader(validated)
     messages = turns(8)
     assert not read_as_whole(prefix, body(messages[:3], indent, tools=[]))
     scans.clear()

@@ -103,13 +103,17 @@ class ResentPrefix(Generic[Request]):
 
     def read(self, body: bytes) -> ReadBody[Request]:
         """The validated request and its digest; from a previous body's prefix when it is one, else whole."""
+        head: tuple[int, _Mark] | None = None
         for index in range(len(self._lasts)):
             mark = self._shared_mark(body, index)
-            if mark is not None:
-                read = self._read_tail(body, self._lasts[index], mark)
-                if read is not None:  # a conversation sharing only the head (no element) is another one
-                    self._remember(read[1], index if mark.count > 0 else None)
-                    return read[0]
+            if mark is not None and mark.count == 0:  # only the head shared: another conversation (a sub-agent's),
+                head = head or (index, mark)  # read from that head only when no kept body shares an element
+            elif mark is not None and (read := self._read_tail(body, self._lasts[index], mark)) is not None:
+                self._remember(read[1], index)
+                return read[0]
+        if head is not None and (read := self._read_tail(body, self._lasts[head[0]], head[1])) is not None:
+            self._remember(read[1], None)
+            return read[0]
         request = self.validate(body)
         digest = hashlib.blake2b(body, digest_size=16)
         located = _locate(body, self.key, self.elements(request), request)
@@ -118,15 +122,20 @@ class ResentPrefix(Generic[Request]):
         return ReadBody(request, digest, False)
 
     def _shared_mark(self, body: bytes, index: int) -> _Mark | None:
-        """The last mark of the `index`th kept body that `body` starts with that body's bytes up to; when it is not
-        the last one, the element ends a read left unfound (_filled) are found first."""
+        """The last mark of the `index`th kept body up to which `body` is that body's bytes. When the next mark is
+        more than one element on (a read from the end marked only its new elements' last end), the element ends
+        between are found first (_filled): `body` may part at one of them."""
         last = self._lasts[index]
-        if body.startswith(memoryview(last.body)[: last.marks[-1].offset]):
-            return last.marks[-1]
-        last = self._lasts[index] = _filled(last)
-        for mark in reversed(last.marks[:-1]):
-            if body.startswith(memoryview(last.body)[: mark.offset]):
-                return mark
+        at = len(last.marks) - 1
+        while at >= 0:
+            if body.startswith(memoryview(last.body)[: last.marks[at].offset]):
+                filled = _filled(last, at)
+                if filled is last:
+                    return last.marks[at]
+                at += len(filled.marks) - len(last.marks)  # the last end found: the loop goes back from there
+                last = self._lasts[index] = filled
+            else:
+                at -= 1
         return None
 
     def _remember(self, last: _Last, replacing: int | None) -> None:
@@ -201,34 +210,41 @@ class ResentPrefix(Generic[Request]):
         return ReadBody(request, digest, True), _Last(body, last.array_open, close_at, marks, elements, request)
 
 
-def _filled(last: _Last) -> _Last:
-    """`last` with a mark at each of its last KEPT element ends: the ones a read from the end (_read_appended) left
-    unfound, found by scanning its body from the latest mark before them (its array is valid JSON: it was read)."""
+def _filled(last: _Last, at: int) -> _Last:
+    """`last` with marks at the element ends between its `at`th mark and the next, of its last KEPT elements: the
+    ends a read from the end (_read_appended) left unfound, found by scanning (the array was read, so its JSON is
+    valid); `last` itself when there are none."""
     marks = last.marks
-    start = next((at for at in reversed(range(len(marks))) if marks[at].count <= marks[-1].count - KEPT), 0)
-    if all(marks[at + 1].count == marks[at].count + 1 for at in range(start, len(marks) - 1)):
+    if at + 1 == len(marks) or marks[at + 1].count - 1 <= max(marks[at].count, marks[-1].count - KEPT):
         return last
+    start, following = marks[at], marks[at + 1]
     try:
-        text = last.body[marks[start].offset : last.close + 1].decode()
-        _, ends, _ = _continue_array(text, 0, marks[start].count == 0)
-    except (ValueError, UnicodeDecodeError):
+        text = last.body[start.offset : following.offset].decode() + "]"
+        _, ends, _ = _continue_array(text, 0, start.count == 0)
+    except (ValueError, UnicodeDecodeError):  # a guard: whole reads and validated slices are valid JSON
         return last
-    if len(ends) != marks[-1].count - marks[start].count:
+    if len(ends) != following.count - start.count:
         return last
-    offsets = _byte_offsets(text, ends, marks[start].offset)
-    counted = [(end, marks[start].count + at + 1) for at, end in enumerate(offsets)]
-    return replace(last, marks=_extend(list(marks[: start + 1]), last.body, counted))
+    counted = zip(_byte_offsets(text, ends[:-1], start.offset), range(start.count + 1, following.count), strict=True)
+    between = [(end, count) for end, count in counted if count > marks[-1].count - KEPT]
+    return replace(last, marks=(*marks[: at + 1], *_marked(start, last.body, between), *marks[at + 1 :]))
+
+
+def _marked(previous: _Mark, body: bytes, ends: list[tuple[int, int]]) -> list[_Mark]:
+    """A mark at each of `ends` (byte offset, element count) after `previous`, each digest `previous`'s updated."""
+    marks = []
+    for end, count in ends:
+        digest = previous.digest.copy()
+        digest.update(memoryview(body)[previous.offset : end])
+        previous = _Mark(end, count, digest)
+        marks.append(previous)
+    return marks
 
 
 def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tuple[_Mark, ...]:
     """`marks` followed by a mark at each of the last KEPT `ends` (byte offset, element count), the last KEPT kept
     (the bytes up to the first of them hashed in one update)."""
-    for end, count in ends[-KEPT:]:
-        previous = marks[-1]
-        digest = previous.digest.copy()
-        digest.update(memoryview(body)[previous.offset : end])
-        marks.append(_Mark(end, count, digest))
-    return tuple(marks[-KEPT:])
+    return (*marks, *_marked(marks[-1], body, ends[-KEPT:]))[-KEPT:]
 
 
 def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
