@@ -14,7 +14,8 @@ from tito.families import get_family
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError
-from tito.server.models import ChatCompletionRequest
+from tito.server.models import ChatCompletionRequest, json_objects
+from tito.server.sessions import resent_prefix
 from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.completions import chat_body_reader, parse_chat_request
 
@@ -153,7 +154,8 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
 
 
 def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previous_body() -> None:
-    prefix = reader()
+    validated: list[int] = []
+    prefix = counting_reader(validated)
     main, side = turns(6), [{"role": "system", "content": "Summarise."}, {"role": "user", "content": "the log"}]
     check(prefix, body(main[:3]), False)
     check(prefix, body(side), True)  # from the head the two share, kept apart from the main conversation
@@ -161,3 +163,133 @@ def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previou
         check(prefix, body(main[:count]), True)
         side = [*side, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"more {count}"}]
         check(prefix, body(side), True)
+    assert validated == [2] * 9  # each body read from its own conversation's last, not from the head it shares
+
+
+def counting_reader(validated: list[int]) -> ResentPrefix[ChatCompletionRequest]:
+    """The chat reader, counting the elements each validation of new elements alone gets."""
+
+    def validate_elements(array: bytes) -> list[Any]:
+        elements = json_objects(array)
+        validated.append(len(elements))
+        return elements
+
+    prefix = chat_body_reader()
+    prefix.validate_elements = validate_elements
+    return prefix
+
+
+def read_as_whole(prefix: ResentPrefix[ChatCompletionRequest], body: bytes) -> bool:
+    """`prefix.read(body)` gives what a whole read gives: the same request and digest, or the same error."""
+    try:
+        whole = parse_chat_request(body)
+    except BadRequestError as exc:
+        with pytest.raises(BadRequestError) as raised:
+            prefix.read(body)
+        assert str(raised.value) == str(exc)
+        return False
+    read = prefix.read(body)
+    assert read.request.model_dump() == whole.model_dump()
+    assert read.digest.hexdigest() == hashlib.blake2b(body, digest_size=16).hexdigest()
+    return read.from_prefix
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_appended_messages_are_validated_once_and_not_scanned_until_a_body_parts_among_them(
+    monkeypatch: pytest.MonkeyPatch, indent: int | None
+) -> None:
+    """A body that ends with the previous body's bytes after the array: its new messages are validated at once
+    and never scanned for their ends; a later body that rewrites one of them finds those ends then."""
+    scans: list[int] = []
+    scan = resent_prefix._continue_array
+    monkeypatch.setattr(resent_prefix, "_continue_array", lambda *args: scans.append(1) or scan(*args))
+    validated: list[int] = []
+    prefix = counting_reader(validated)
+    messages = turns(8)
+    assert not read_as_whole(prefix, body(messages[:3], indent, tools=[]))
+    scans.clear()
+    for count in (6, 9, 12):
+        assert read_as_whole(prefix, body(messages[:count], indent, tools=[]))
+    assert (scans, validated) == ([], [3, 3, 3])
+    messages[9] = {**messages[9], "cache_control": {"type": "ephemeral"}}  # the oldest of the last KEPT rewritten
+    assert read_as_whole(prefix, body([*messages[:12], {"role": "user", "content": "next"}], indent, tools=[]))
+    assert len(scans) == 1  # the ends of the last read's new messages, to read from the rewritten one
+    assert validated[-1] == 4
+
+
+def test_a_field_added_after_the_array_whose_bytes_end_like_the_previous_rest_is_read_from_the_prefix() -> None:
+    """`...]}` ends both bodies, but the array closes earlier in the new one: its new messages are scanned."""
+    prefix = reader()
+    messages = turns(4)
+    check(prefix, body(messages), False)
+    check(prefix, body([*messages, {"role": "user", "content": "go"}], tools=[{"type": "function"}]), True)
+
+
+@pytest.mark.parametrize(
+    ("tail", "from_prefix"),
+    [
+        (b', {"role": "user", "content": "ok"} ]', True),
+        (b'\n\t,\r\n {"role":"user","content":"ok ] } \\" \\\\"}\n]', True),
+        (
+            b',{"role":"user","content":"\\u00fc \xc3\xbc \xe2\x9c\x93 \\ud83d\\ude00"},{"role":"user","content":"x"}]',
+            True,
+        ),
+        (b', {"role": "user", "content": "ok", "role": "assistant"}]', True),
+        (b', {"role": "user", "content": [1, 2.5e3, -0, true, false, null, {"a": []}]}]', True),
+        (b', {"role": "user", "content": "ok"}, ]', False),
+        (b', {"role": "user", "content": "ok"} {"role": "user", "content": "no comma"}]', False),
+        (b',, {"role": "user", "content": "ok"}]', False),
+        (b', {"role": "user", "content": "unclosed]', False),
+        (b', {"role": "user", "content": "\xff"}]', False),
+        (b', {"role": "user", "content": "ok"}, 7]', False),
+        (b', "a string"]', False),
+        (b", ]", False),
+        (b" ]", False),
+    ],
+)
+@pytest.mark.parametrize("rest", [b"}", b' , "tools": [] }', b',"stream":false}'])
+def test_a_resent_array_however_its_new_bytes_are_spaced_escaped_or_malformed_reads_as_a_whole_read(
+    tail: bytes, from_prefix: bool, rest: bytes
+) -> None:
+    messages = turns(3)
+    head = body(messages)[: -len(b"]}")]
+    prefix = reader()
+    check(prefix, head + b"]" + rest, False)
+    assert read_as_whole(prefix, head + tail + rest) is from_prefix
+    read_as_whole(prefix, head + tail + b"}")  # the rest changed too
+
+
+def test_random_resends_read_as_whole_reads() -> None:
+    """Appends of a few messages, rewrites of the last few, changed fields after the array, other spacing and
+    malformed tails, in random order: each read gives what a whole read gives."""
+    rng = random.Random(7)
+    prefix = reader()
+    messages = turns(2)
+    fields: dict[str, Any] = {}
+    indent: int | None = None
+    appended_from_prefix = 0
+    for step in range(300):
+        roll = rng.random()
+        if roll < 0.5:
+            messages = messages + turns(rng.randrange(1, 4) + step)[-rng.randrange(1, 4) :]
+        elif roll < 0.65 and len(messages) > 1:
+            at = len(messages) - rng.randrange(1, min(len(messages), 7))
+            messages = [
+                *messages[:at],
+                {**messages[at], "cache_control": {"step": step, "ü": "✓"}},
+                *messages[at + 1 :],
+            ]
+        elif roll < 0.75:
+            fields = rng.choice([{}, {"tools": []}, {"temperature": 0.5}, {"stream": True, "tools": [{"a": "]}"}]}])
+        elif roll < 0.8:
+            indent = rng.choice([None, 1, 2])
+        elif roll < 0.9:
+            asked = body(messages, indent, **fields)
+            cut = asked.rindex(b"]") if not fields else asked.index(b"]", asked.index(b'"messages"'))
+            read_as_whole(prefix, asked[:cut] + rng.choice([b",]", b",{}]", b',"x"]', b"{", b",{]"]) + asked[cut + 1 :])
+            continue
+        if len(messages) > 40:
+            messages = messages[:2]
+        from_prefix = read_as_whole(prefix, body(messages, indent, **fields))
+        appended_from_prefix += from_prefix and roll < 0.5
+    assert appended_from_prefix > 100

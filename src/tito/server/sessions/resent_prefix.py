@@ -6,12 +6,15 @@ route of one session, the last body of each of its last CONVERSATIONS conversati
 between the main loop's), the byte offsets where the array's last few elements end, the blake2b state of the body
 at each of those offsets and the validated elements. A body that starts with such a body's bytes up to such an
 offset is read from there: only the new elements are parsed and validated (alone, the request's other fields
-reused, when the bytes after the array are the old body's too; else in a body built of the head, the new elements
-and the rest), the earlier elements are the validated ones already held, and the fingerprint is the held digest
-state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one whose
-earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read whole,
-and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its
-last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
+reused, when the bytes after the array are the old body's too: the array's `]` is then where those bytes start, so
+the validator is the one parser of the new elements, and of their ends only the last is found, the earlier ones
+scanned for only when a later body parts before it; else in a body built of the head, the new elements and the
+rest, their ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the
+held digest state updated with the rest of the body: the same digest a whole read gives. Any other body (the
+first, one whose earlier bytes changed, one whose new elements are invalid: the whole read names the error's
+place) is read whole, and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a
+client that rewrites its last few messages each turn (Claude Code moves its `cache_control` marks) still reads
+from the first one it rewrote.
 
 What the per-turn path still does in proportion to the history: one memcmp of an old body's prefix (tens of
 microseconds at 100k tokens) and a shallow copy of the list of element references. The memory it holds: the old
@@ -26,7 +29,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 Request = TypeVar("Request")
@@ -35,6 +38,8 @@ KEPT = 4
 CONVERSATIONS = 3
 """How many previous bodies (of different conversations on the session) a body can be read from."""
 _SPACE = re.compile(r"[ \t\n\r]*")
+_SPACE_BYTES = frozenset(b" \t\n\r")
+_SEPARATOR = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*")
 _decoder = json.JSONDecoder()
 
 
@@ -98,14 +103,17 @@ class ResentPrefix(Generic[Request]):
 
     def read(self, body: bytes) -> ReadBody[Request]:
         """The validated request and its digest; from a previous body's prefix when it is one, else whole."""
-        for index, last in enumerate(self._lasts):
-            for mark in reversed(last.marks):
-                if body.startswith(memoryview(last.body)[: mark.offset]):
-                    read = self._read_tail(body, last, mark)
-                    if read is not None:  # a conversation sharing only the head (no element) is another one
-                        self._remember(read[1], index if mark.count > 0 else None)
-                        return read[0]
-                    break
+        head: tuple[int, _Mark] | None = None
+        for index in range(len(self._lasts)):
+            mark = self._shared_mark(body, index)
+            if mark is not None and mark.count == 0:  # only the head shared: another conversation (a sub-agent's),
+                head = head or (index, mark)  # read from that head only when no kept body shares an element
+            elif mark is not None and (read := self._read_tail(body, self._lasts[index], mark)) is not None:
+                self._remember(read[1], index)
+                return read[0]
+        if head is not None and (read := self._read_tail(body, self._lasts[head[0]], head[1])) is not None:
+            self._remember(read[1], None)
+            return read[0]
         request = self.validate(body)
         digest = hashlib.blake2b(body, digest_size=16)
         located = _locate(body, self.key, self.elements(request), request)
@@ -113,15 +121,67 @@ class ResentPrefix(Generic[Request]):
             self._remember(located, None)
         return ReadBody(request, digest, False)
 
+    def _shared_mark(self, body: bytes, index: int) -> _Mark | None:
+        """The last mark of the `index`th kept body up to which `body` is that body's bytes. When the next mark is
+        more than one element on (a read from the end marked only its new elements' last end), the element ends
+        between are found first (_filled): `body` may part at one of them."""
+        last = self._lasts[index]
+        at = len(last.marks) - 1
+        while at >= 0:
+            if body.startswith(memoryview(last.body)[: last.marks[at].offset]):
+                filled = _filled(last, at)
+                if filled is last:
+                    return last.marks[at]
+                at += len(filled.marks) - len(last.marks)  # the last end found: the loop goes back from there
+                last = self._lasts[index] = filled
+            else:
+                at -= 1
+        return None
+
     def _remember(self, last: _Last, replacing: int | None) -> None:
         if replacing is not None:
             del self._lasts[replacing]
         self._lasts.insert(0, last)
         del self._lasts[CONVERSATIONS:]
 
+    def _read_appended(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
+        """The usual resend read without scanning its new elements: when `body` ends with the previous body's bytes
+        after its array, the array's `]` is where they start, the new elements (from `mark` to it) are validated at
+        once and only the last one's end is marked (the others are found when a later body parts before it:
+        _filled). None: not that case, or its new elements do not validate (_read_tail's scan decides)."""
+        rest = memoryview(last.body)[last.close :]  # bytes.endswith is a memcmp, memoryview == compares per item
+        close = len(body) - len(rest)
+        if close <= mark.offset or not body.endswith(rest):
+            return None
+        first = mark.offset
+        if mark.count > 0:
+            separator = _SEPARATOR.match(body, first)
+            if separator is None:
+                return None
+            first = separator.end()
+        end = close
+        while end > first and body[end - 1] in _SPACE_BYTES:
+            end -= 1
+        if end == first:
+            return None
+        try:
+            elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close] + b"]")
+        except Exception:
+            return None
+        request = self.with_elements(last.request, elements)
+        kept = list(last.marks[: last.marks.index(mark) + 1])
+        marks = _extend(kept, body, [(end, len(elements))])
+        digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the new mark, then the rest
+        digest.update(memoryview(body)[end:])
+        return ReadBody(request, digest, True), _Last(body, last.array_open, close, marks, elements, request)
+
     def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
-        when the new elements are invalid, so the error names their place in the whole array)."""
+        when the new elements are invalid, so the error names their place in the whole array). The new elements
+        are scanned for their ends only when the bytes after the array changed (else _read_appended)."""
+        appended = self._read_appended(body, last, mark)
+        if appended is not None:
+            return appended
         try:
             tail = body[mark.offset :].decode()
             starts, ends, close = _continue_array(tail, 0, mark.count == 0)
@@ -134,17 +194,15 @@ class ResentPrefix(Generic[Request]):
             digest.update(memoryview(body)[mark.offset :])
             return ReadBody(last.request, digest, True), last
         first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
-        same_rest = memoryview(body)[close_at:] == memoryview(last.body)[last.close :]
+        rest = memoryview(last.body)[last.close :]
+        if len(body) - close_at == len(rest) and body.endswith(rest):
+            return None  # the rest is the previous body's: _read_appended validated these new elements, invalid
         try:
-            if same_rest:
-                elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close_at] + b"]")
-                request = self.with_elements(last.request, elements)
-            else:
-                new = self.validate(body[: last.array_open] + body[first:close_at] + body[close_at:])
-                elements = last.elements[: mark.count] + self.elements(new)
-                request = self.with_elements(new, elements)
+            new = self.validate(body[: last.array_open] + body[first:])
         except Exception:
             return None
+        elements = last.elements[: mark.count] + self.elements(new)
+        request = self.with_elements(new, elements)
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
@@ -152,14 +210,41 @@ class ResentPrefix(Generic[Request]):
         return ReadBody(request, digest, True), _Last(body, last.array_open, close_at, marks, elements, request)
 
 
-def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tuple[_Mark, ...]:
-    """`marks` followed by a mark at each of `ends` (byte offset, element count), the last KEPT kept."""
+def _filled(last: _Last, at: int) -> _Last:
+    """`last` with marks at the element ends between its `at`th mark and the next, of its last KEPT elements: the
+    ends a read from the end (_read_appended) left unfound, found by scanning (the array was read, so its JSON is
+    valid); `last` itself when there are none."""
+    marks = last.marks
+    if at + 1 == len(marks) or marks[at + 1].count - 1 <= max(marks[at].count, marks[-1].count - KEPT):
+        return last
+    start, following = marks[at], marks[at + 1]
+    try:
+        text = last.body[start.offset : following.offset].decode() + "]"
+        _, ends, _ = _continue_array(text, 0, start.count == 0)
+    except (ValueError, UnicodeDecodeError):  # a guard: whole reads and validated slices are valid JSON
+        return last
+    if len(ends) != following.count - start.count:
+        return last
+    counted = zip(_byte_offsets(text, ends[:-1], start.offset), range(start.count + 1, following.count), strict=True)
+    between = [(end, count) for end, count in counted if count > marks[-1].count - KEPT]
+    return replace(last, marks=(*marks[: at + 1], *_marked(start, last.body, between), *marks[at + 1 :]))
+
+
+def _marked(previous: _Mark, body: bytes, ends: list[tuple[int, int]]) -> list[_Mark]:
+    """A mark at each of `ends` (byte offset, element count) after `previous`, each digest `previous`'s updated."""
+    marks = []
     for end, count in ends:
-        previous = marks[-1]
         digest = previous.digest.copy()
         digest.update(memoryview(body)[previous.offset : end])
-        marks.append(_Mark(end, count, digest))
-    return tuple(marks[-KEPT:])
+        previous = _Mark(end, count, digest)
+        marks.append(previous)
+    return marks
+
+
+def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tuple[_Mark, ...]:
+    """`marks` followed by a mark at each of the last KEPT `ends` (byte offset, element count), the last KEPT kept
+    (the bytes up to the first of them hashed in one update)."""
+    return (*marks, *_marked(marks[-1], body, ends[-KEPT:]))[-KEPT:]
 
 
 def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
