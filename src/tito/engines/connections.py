@@ -90,21 +90,26 @@ class _Head:
         status_line = raw[:line_end]
         try:
             version, status_text = status_line.split(b" ", 2)[:2]
-            self.status = int(status_text)
+            status = int(status_text)
         except ValueError:
             raise HttpProtocolError(f"not an HTTP status line: {status_line[:100]!r}") from None
         if not version.startswith(b"HTTP/1."):
             raise HttpProtocolError(f"not an HTTP/1.x reply: {status_line[:100]!r}")
         headers: dict[str, str] = {}
-        for line in raw[line_end:].split(b"\r\n"):
+        for line in raw[line_end:].decode("latin-1").split("\r\n"):
             if line:
-                name, separator, value = line.partition(b":")
+                name, separator, value = line.partition(":")
                 if not separator:
-                    raise HttpProtocolError(f"a malformed reply header: {line[:100]!r}")
-                headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
+                    raise HttpProtocolError(f"a malformed reply header: {line[:100].encode('latin-1')!r}")
+                headers[name.strip(_SPACE).lower()] = value.strip(_SPACE)
+        self.status = status
         self.headers = headers
         self.keep_alive = version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        self.body_end = _body_end(self.status, headers)
+        self.body_end = _body_end(status, headers)
+
+
+_SPACE = " \t\n\r\x0b\x0c"
+"""What `bytes.strip` strips (`str.strip` strips more: latin-1's \\x85 and \\xa0)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -289,7 +294,7 @@ class ConnectionPool:
         """Below uvicorn's default keep-alive timeout (5 s), which SGLang and vLLM servers run with."""
         self.max_idle = max_idle
         self._idle: deque[_Connection] = deque()
-        self._host_header = f"host: {host}:{port}\r\n".encode()
+        self._host_header = f"host: {host}:{port}\r\n"
 
     async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """Send one request and read its whole reply within `timeout` seconds."""
@@ -334,14 +339,10 @@ class ConnectionPool:
             self._idle.pop().close()
 
     def _head(self, method: str, path: str, length: int, headers: Mapping[str, str]) -> bytes:
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
         if lines.count("\n") != len(headers) or lines.count("\r") != len(headers):
             raise ValueError(f"a header of {path} holds a line break: {dict(headers)!r}")
-        return (
-            f"{method} {path} HTTP/1.1\r\n".encode()
-            + self._host_header
-            + (f"content-length: {length}\r\n{lines}\r\n".encode())
-        )
+        return f"{method} {path} HTTP/1.1\r\n{self._host_header}content-length: {length}\r\n{lines}\r\n".encode()
 
     def _take_idle(self) -> _Connection | None:
         while self._idle:
