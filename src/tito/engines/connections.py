@@ -17,6 +17,13 @@ how SGLang and vLLM learn that their client went away. A streamed reply (`stream
 arrive; its connection goes back to the pool only when the body was read to its end, and every wait for the next
 piece has `timeout` seconds (httpx's read timeout), so a long generation never times out while ids keep coming.
 
+Each connection is an `asyncio.Protocol` (`_Connection`), not a StreamReader/StreamWriter pair: the event loop's
+callbacks add the bytes received to one buffer and wake the one waiting request only when what it waits for is all
+there (a reply's head; for a whole reply its sized body too), so a reply that arrives in several reads still costs
+one wake-up, one head parse and one copy of its body, and a request's timeout is one timer on that wait. Writes
+follow the transport's flow control (a request waits while the transport's buffer is over its high-water mark),
+and reading pauses while more than `2 * MAX_HEAD_BYTES` unread bytes wait for a reader (a slow stream consumer).
+
 Failures are the built-in ones: `TimeoutError`, `OSError` (refused, reset, closed), `asyncio.IncompleteReadError`,
 `HttpProtocolError` for a reply that is not HTTP/1.1; the engine client maps them to Engine*Errors.
 
@@ -27,12 +34,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 MAX_HEAD_BYTES = 64 * 1024
+"""The longest reply head (status line and headers) read."""
+_READ_LIMIT = 2 * MAX_HEAD_BYTES
+"""Unread bytes past which a connection stops reading from its socket until a reader waits or takes them."""
 
 
 class HttpProtocolError(Exception):
@@ -56,17 +68,215 @@ class StreamedReply:
     """The body as it arrives (a chunked body's chunks)."""
 
 
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.idle_since = time.monotonic()
+_CHUNKED = -1
+_TO_CLOSE = -2
+
+_UNTIL_HEAD = -1
+"""`_Connection.wait`: until the reply's head was read (a whole reply's: and its sized body)."""
+_UNTIL_DRAINED = -2
+"""`_Connection.wait`: until the transport takes writes again."""
+_UNTIL_END = sys.maxsize
+"""`_Connection.wait`: until the connection ends."""
+
+
+class _Head:
+    """A reply's status line and headers (lower-cased names), whether the connection stays open after the body,
+    and how the body ends (`_body_end`)."""
+
+    __slots__ = ("body_end", "headers", "keep_alive", "status")
+
+    def __init__(self, raw: bytes) -> None:
+        line_end = raw.find(b"\r\n") + 2
+        status_line = raw[:line_end]
+        try:
+            version, status_text = status_line.split(b" ", 2)[:2]
+            status = int(status_text)
+        except ValueError:
+            raise HttpProtocolError(f"not an HTTP status line: {status_line[:100]!r}") from None
+        if not version.startswith(b"HTTP/1."):
+            raise HttpProtocolError(f"not an HTTP/1.x reply: {status_line[:100]!r}")
+        headers: dict[str, str] = {}
+        for line in raw[line_end:].decode("latin-1").split("\r\n"):
+            if line:
+                name, separator, value = line.partition(":")
+                if not separator:
+                    raise HttpProtocolError(f"a malformed reply header: {line[:100].encode('latin-1')!r}")
+                headers[name.strip(_SPACE).lower()] = value.strip(_SPACE)
+        self.status = status
+        self.headers = headers
+        self.keep_alive = version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        self.body_end = _body_end(status, headers)
+
+
+_SPACE = " \t\n\r\x0b\x0c"
+"""What `bytes.strip` strips (`str.strip` strips more: latin-1's \\x85 and \\xa0)."""
+
+
+class _Connection(asyncio.Protocol):
+    """One connection: the event loop's callbacks add what arrives to `buffer` and wake the one waiting request
+    (`wait`) only when what it waits for is there, or the connection ended (`ended`; `error` why, when it was lost
+    to an error)."""
+
+    transport: asyncio.Transport
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.head: _Head | None = None
+        """The reply's head once read, from the request `exchange` sent."""
+        self.ended = False
+        self.error: Exception | None = None
+        self.idle_since = 0.0
+        self._loop = asyncio.get_running_loop()
+        self._whole = False
+        self._until = 0
+        self._scanned = 0
+        """Where the search for the head's end goes on (the bytes before hold no `\\r\\n\\r\\n`)."""
+        self._waiter: asyncio.Future[None] | None = None
+        self._writing_paused = False
+        self._reading_paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio.Transport's
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            self._wake_if_ready(waiter)
+        elif len(self.buffer) > _READ_LIMIT and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> None:
+        """Closes the transport (a reply's end of stream leaves nothing to send)."""
+        self.ended = True
+        if self._waiter is not None and not self._waiter.done():
+            self._wake_if_ready(self._waiter)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self.error = exc
+        if self._waiter is not None and not self._waiter.done():
+            self._wake_if_ready(self._waiter)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._waiter is not None and not self._waiter.done():
+            self._wake_if_ready(self._waiter)
 
     def usable(self, expiry: float) -> bool:
-        return not self.reader.at_eof() and not self.writer.is_closing() and time.monotonic() - self.idle_since < expiry
+        """Open, nothing unasked-for received, and idle for less than `expiry` seconds."""
+        return (
+            not self.ended and not self.buffer and not self.transport.is_closing()
+            and time.monotonic() - self.idle_since < expiry
+        )  # fmt: skip
 
     def close(self) -> None:
-        self.writer.close()
+        self.transport.close()
+
+    async def exchange(self, head: bytes, body: bytes, whole: bool, deadline: float) -> None:
+        """Send a request and wait for its reply's head (`whole`: and for its sized body), at most until `deadline`
+        (the loop's time); `_ClosedBeforeReply` when the connection ends first. Any failure or cancellation closes
+        the connection."""
+        self.head = None
+        self._whole = whole
+        self._scanned = 0
+        try:
+            self.transport.writelines((head, body))
+            if self._writing_paused:
+                await self.wait(_UNTIL_DRAINED, deadline)
+            await self.wait(_UNTIL_HEAD, deadline)
+            if self.head is None:
+                self._head_at_end()
+        except BaseException:
+            self.close()
+            raise
+
+    async def wait(self, until: int, deadline: float | None) -> None:
+        """Until the buffer holds `until` bytes (or `_UNTIL_HEAD`, `_UNTIL_DRAINED`, `_UNTIL_END`) or the connection
+        ended; `TimeoutError` at `deadline` (the loop's time; None: no limit)."""
+        self._until = until
+        if self._ready():
+            return
+        if self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        waiter = self._waiter = self._loop.create_future()
+        timer = None if deadline is None else self._loop.call_at(deadline, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    def take(self, count: int) -> bytes:
+        """The first `count` bytes received, taken out of the buffer."""
+        buffer = self.buffer
+        taken = bytes(buffer) if count == len(buffer) else bytes(buffer[:count])
+        self.discard(count)
+        return taken
+
+    def discard(self, count: int) -> None:
+        """Drop the first `count` bytes received (read), and read on if that was paused."""
+        del self.buffer[:count]
+        if self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    def _wake_if_ready(self, waiter: asyncio.Future[None]) -> None:
+        try:
+            if self._ready():
+                waiter.set_result(None)
+        except HttpProtocolError as exc:
+            waiter.set_exception(exc)
+
+    def _ready(self) -> bool:
+        """Whether the waiting request has what it waits for, or the connection ended; reads the reply's head once
+        it is whole (then a whole reply waits on for its sized body)."""
+        until = self._until
+        if until < 0:
+            if until == _UNTIL_DRAINED:
+                return self.ended or not self._writing_paused
+            if not self._read_head():
+                return self.ended
+            until = self._until
+        return self.ended or len(self.buffer) >= until
+
+    def _read_head(self) -> bool:
+        """Whether the head is whole; then it is parsed into `head`, taken out of the buffer, and `_until` is what
+        the request waits for after it (a whole reply's sized body, else nothing)."""
+        buffer = self.buffer
+        end = buffer.find(b"\r\n\r\n", self._scanned)
+        if end < 0 or end > MAX_HEAD_BYTES:
+            if len(buffer) > MAX_HEAD_BYTES:
+                if buffer.find(b"\r\n", 0, MAX_HEAD_BYTES) < 0:
+                    raise HttpProtocolError(f"a status line longer than {MAX_HEAD_BYTES} bytes")
+                raise HttpProtocolError(f"reply headers longer than {MAX_HEAD_BYTES} bytes")
+            self._scanned = max(len(buffer) - 3, 0)
+            return False
+        self.head = head = _Head(bytes(buffer[: end + 2]))
+        del buffer[: end + 4]
+        self._until = head.body_end if self._whole and head.body_end > 0 else 0
+        return True
+
+    def _head_at_end(self) -> None:
+        """The connection ended before the reply's head did: `_ClosedBeforeReply` (from the reset, if it was one)
+        when no status line came; else the head is what came (the headers cut short)."""
+        error = self.error
+        if error is not None and not isinstance(error, ConnectionError):
+            raise error
+        if error is not None or b"\r\n" not in self.buffer:
+            raise _ClosedBeforeReply from error
+        self.head = _Head(self.take(len(self.buffer)))
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class ConnectionPool:
@@ -84,19 +294,27 @@ class ConnectionPool:
         """Below uvicorn's default keep-alive timeout (5 s), which SGLang and vLLM servers run with."""
         self.max_idle = max_idle
         self._idle: deque[_Connection] = deque()
-        self._host_header = f"host: {host}:{port}\r\n".encode()
+        self._host_header = f"host: {host}:{port}\r\n"
 
     async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """Send one request and read its whole reply within `timeout` seconds."""
         head = self._head(method, path, len(body), headers)
-        async with asyncio.timeout(self.timeout):
-            connection, status_line = await self._send(head, body)
-            kept = False
-            try:
-                reply, kept = await _read_reply(connection.reader, status_line)
-                return reply
-            finally:
-                self._release(connection, kept)
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        connection = await self._send(head, body, True, deadline)
+        kept = False
+        try:
+            reply = connection.head
+            assert reply is not None
+            body_end = reply.body_end
+            if body_end >= 0:
+                content = _sized_body(connection, body_end)
+            else:
+                async with asyncio.timeout_at(deadline):
+                    content = await (_read_chunks(connection) if body_end == _CHUNKED else _read_to_end(connection))
+            kept = reply.keep_alive and body_end != _TO_CLOSE
+            return HttpReply(reply.status, reply.headers, content)
+        finally:
+            self._release(connection, kept)
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -105,17 +323,15 @@ class ConnectionPool:
         """Send one request and yield its reply with the body still to read; leaving the block before the body's end
         (or on any failure) closes the connection."""
         head = self._head(method, path, len(body), headers)
-        async with asyncio.timeout(self.timeout):
-            connection, status_line = await self._send(head, body)
+        connection = await self._send(head, body, False, asyncio.get_running_loop().time() + self.timeout)
+        reply = connection.head
+        assert reply is not None
         pieces: _BodyPieces | None = None
-        keep_alive = False
         try:
-            async with asyncio.timeout(self.timeout):
-                status, headers_read, keep_alive = await _read_head(connection.reader, status_line)
-            pieces = _BodyPieces(connection.reader, _body_end(status, headers_read), self.timeout)
-            yield StreamedReply(status, headers_read, pieces)
+            pieces = _BodyPieces(connection, reply.body_end, self.timeout)
+            yield StreamedReply(reply.status, reply.headers, pieces)
         finally:
-            kept = pieces is not None and pieces.ended and keep_alive and pieces.body_end != _TO_CLOSE
+            kept = pieces is not None and pieces.ended and reply.keep_alive and reply.body_end != _TO_CLOSE
             self._release(connection, kept)
 
     async def aclose(self) -> None:
@@ -123,14 +339,10 @@ class ConnectionPool:
             self._idle.pop().close()
 
     def _head(self, method: str, path: str, length: int, headers: Mapping[str, str]) -> bytes:
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
         if lines.count("\n") != len(headers) or lines.count("\r") != len(headers):
             raise ValueError(f"a header of {path} holds a line break: {dict(headers)!r}")
-        return (
-            f"{method} {path} HTTP/1.1\r\n".encode()
-            + self._host_header
-            + (f"content-length: {length}\r\n{lines}\r\n".encode())
-        )
+        return f"{method} {path} HTTP/1.1\r\n{self._host_header}content-length: {length}\r\n{lines}\r\n".encode()
 
     def _take_idle(self) -> _Connection | None:
         while self._idle:
@@ -140,18 +352,21 @@ class ConnectionPool:
             connection.close()
         return None
 
-    async def _connect(self) -> _Connection:
-        async with asyncio.timeout(self.connect_timeout):
-            reader, writer = await asyncio.open_connection(self.host, self.port, limit=MAX_HEAD_BYTES)
-        return _Connection(reader, writer)
+    async def _connect(self, deadline: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout_at(min(deadline, loop.time() + self.connect_timeout)):
+            _, connection = await loop.create_connection(_Connection, self.host, self.port)
+        return connection
 
-    async def _send(self, head: bytes, body: bytes) -> tuple[_Connection, bytes]:
-        """Send the request on an idle connection, or a new one, and wait for the reply's status line. The caller
-        releases the connection (`_release`: back to the pool only after a whole reply that leaves it open)."""
+    async def _send(self, head: bytes, body: bytes, whole: bool, deadline: float) -> _Connection:
+        """Send the request on an idle connection, or a new one, and wait for the reply's head (`whole`: and its
+        sized body) until `deadline`. The caller releases the connection (`_release`: back to the pool only after
+        a whole reply that leaves it open)."""
         connection = self._take_idle()
         if connection is not None:
             try:
-                return connection, await self._send_on(connection, head, body)
+                await connection.exchange(head, body, whole, deadline)
+                return connection
             except _ClosedBeforeReply as exc:
                 if not isinstance(exc.__cause__, ConnectionError):
                     raise ConnectionResetError(
@@ -159,30 +374,12 @@ class ConnectionPool:
                         "is not sent again"
                     ) from exc
                 # reset: the server never read the whole request (see the module docstring); send it anew
-        connection = await self._connect()
+        connection = await self._connect(deadline)
         try:
-            return connection, await self._send_on(connection, head, body)
+            await connection.exchange(head, body, whole, deadline)
+            return connection
         except _ClosedBeforeReply as exc:
             raise ConnectionResetError("the engine closed the connection before replying") from exc
-
-    async def _send_on(self, connection: _Connection, head: bytes, body: bytes) -> bytes:
-        """Write the request on `connection` and wait for the status line; `_ClosedBeforeReply` when the connection
-        ends first. Any failure or cancellation closes the connection."""
-        try:
-            writer = connection.writer
-            writer.write(head)
-            if body:
-                writer.write(body)
-            try:
-                await writer.drain()
-                return await connection.reader.readuntil(b"\r\n")
-            except (ConnectionError, asyncio.IncompleteReadError) as exc:
-                raise _ClosedBeforeReply from exc
-            except asyncio.LimitOverrunError:
-                raise HttpProtocolError(f"a status line longer than {MAX_HEAD_BYTES} bytes") from None
-        except BaseException:
-            connection.close()
-            raise
 
     def _release(self, connection: _Connection, reusable: bool) -> None:
         """Back to the idle connections when the reply left it open and was read whole; else closed."""
@@ -195,46 +392,6 @@ class ConnectionPool:
 
 class _ClosedBeforeReply(Exception):
     """The connection ended before the first byte of a reply."""
-
-
-async def _read_reply(reader: asyncio.StreamReader, status_line: bytes) -> tuple[HttpReply, bool]:
-    """The reply after its status line, and whether the connection stays open for another request."""
-    status, headers, keep_alive = await _read_head(reader, status_line)
-    body_end = _body_end(status, headers)
-    if body_end == _CHUNKED:
-        return HttpReply(status, headers, await _read_chunks(reader)), keep_alive
-    if body_end == _TO_CLOSE:
-        return HttpReply(status, headers, await reader.read()), False  # the body runs to the end of the connection
-    return HttpReply(status, headers, await reader.readexactly(body_end) if body_end else b""), keep_alive
-
-
-async def _read_head(reader: asyncio.StreamReader, status_line: bytes) -> tuple[int, dict[str, str], bool]:
-    """The status, the headers (lower-cased names) and whether the connection stays open after the body."""
-    try:
-        version, status_text = status_line.split(b" ", 2)[:2]
-        status = int(status_text)
-    except ValueError:
-        raise HttpProtocolError(f"not an HTTP status line: {status_line[:100]!r}") from None
-    if not version.startswith(b"HTTP/1."):
-        raise HttpProtocolError(f"not an HTTP/1.x reply: {status_line[:100]!r}")
-    try:
-        raw_head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
-    except asyncio.LimitOverrunError:
-        raise HttpProtocolError(f"reply headers longer than {MAX_HEAD_BYTES} bytes") from None
-    except asyncio.IncompleteReadError as exc:
-        raw_head = exc.partial
-    headers: dict[str, str] = {}
-    for line in raw_head.split(b"\r\n"):
-        if line:
-            name, separator, value = line.partition(b":")
-            if not separator:
-                raise HttpProtocolError(f"a malformed reply header: {line[:100]!r}")
-            headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
-    return status, headers, version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
-
-
-_CHUNKED = -1
-_TO_CLOSE = -2
 
 
 def _body_end(status: int, headers: Mapping[str, str]) -> int:
@@ -251,23 +408,38 @@ def _body_end(status: int, headers: Mapping[str, str]) -> int:
     return int(length)
 
 
-async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
-    return b"".join([piece async for piece in _BodyPieces(reader, _CHUNKED, None)])
+def _sized_body(connection: _Connection, length: int) -> bytes:
+    """A whole reply's body of `length` bytes, all received (`exchange` waited for it) unless the connection ended."""
+    if len(connection.buffer) < length:
+        if connection.error is not None:
+            raise connection.error
+        raise asyncio.IncompleteReadError(bytes(connection.buffer), length)
+    return connection.take(length) if length else b""
+
+
+async def _read_to_end(connection: _Connection) -> bytes:
+    await connection.wait(_UNTIL_END, None)
+    if connection.error is not None:
+        raise connection.error
+    return connection.take(len(connection.buffer))
+
+
+async def _read_chunks(connection: _Connection) -> bytes:
+    return b"".join([piece async for piece in _BodyPieces(connection, _CHUNKED, None)])
 
 
 class _BodyPieces:
-    """A reply's body as it arrives, each wait for the next read at most `timeout` seconds (None: no limit): a
-    chunked body's complete chunks of each read joined into one piece (a burst of SSE events is one piece, not one
-    per event), a sized or read-to-close body's reads as they come. The reading is done here, in `__anext__`, not in
-    a stack of generators that each pass every piece on; `ended` once the body's end was read."""
+    """A reply's body as it arrives, each wait for more at most `timeout` seconds (None: no limit): a chunked body's
+    complete chunks received so far joined into one piece (a burst of SSE events is one piece, not one per event), a
+    sized or read-to-close body's bytes as they come. The reading is done here, in `__anext__`, not in a stack of
+    generators that each pass every piece on; `ended` once the body's end was read."""
 
-    def __init__(self, reader: asyncio.StreamReader, body_end: int, timeout: float | None) -> None:
-        self.reader = reader
+    def __init__(self, connection: _Connection, body_end: int, timeout: float | None) -> None:
+        self.connection = connection
         self.body_end = body_end
         self.timeout = timeout
         self.ended = body_end == 0
         self._remaining = body_end
-        self._buffer = bytearray()
 
     def __aiter__(self) -> _BodyPieces:
         return self
@@ -277,39 +449,50 @@ class _BodyPieces:
             raise StopAsyncIteration
         if self.body_end == _CHUNKED:
             return await self._next_chunks()
+        connection = self.connection
+        if not connection.buffer:
+            await connection.wait(1, self._deadline())
+        received = len(connection.buffer)
         remaining = self._remaining
-        async with asyncio.timeout(self.timeout):
-            piece = await self.reader.read(65536 if remaining < 0 else min(remaining, 65536))
-        if not piece:
+        if not received:  # the connection ended
+            if connection.error is not None:
+                raise connection.error
             if remaining > 0:
                 raise asyncio.IncompleteReadError(b"", remaining)
             self.ended = True
             raise StopAsyncIteration
-        if remaining > 0:
-            self._remaining = remaining - len(piece)
-            self.ended = self._remaining == 0
+        if remaining < 0:
+            return connection.take(received)
+        piece = connection.take(min(remaining, received))
+        self._remaining = remaining - len(piece)
+        self.ended = self._remaining == 0
         return piece
 
     async def _next_chunks(self) -> bytes:
-        buffer = self._buffer
+        connection = self.connection
+        buffer = connection.buffer
         while True:
-            async with asyncio.timeout(self.timeout):
-                received = await self.reader.read(65536)
-            if not received:
+            if buffer:
+                data, consumed, ended = _complete_chunks(buffer)
+                connection.discard(consumed)
+                if ended:
+                    if buffer:  # a server answering one request at a time sends nothing after the reply
+                        raise HttpProtocolError(
+                            f"{len(buffer)} bytes after the end of a chunked body: {bytes(buffer[:100])!r}"
+                        )
+                    self.ended = True
+                    if not data:
+                        raise StopAsyncIteration
+                if data:
+                    return data
+            if connection.ended:
+                if connection.error is not None:
+                    raise connection.error
                 raise asyncio.IncompleteReadError(bytes(buffer), None)
-            buffer += received
-            data, consumed, ended = _complete_chunks(buffer)
-            del buffer[:consumed]
-            if ended:
-                if buffer:  # a server answering one request at a time sends nothing after the reply
-                    raise HttpProtocolError(
-                        f"{len(buffer)} bytes after the end of a chunked body: {bytes(buffer[:100])!r}"
-                    )
-                self.ended = True
-                if not data:
-                    raise StopAsyncIteration
-            if data:
-                return data
+            await connection.wait(len(buffer) + 1, self._deadline())
+
+    def _deadline(self) -> float | None:
+        return None if self.timeout is None else asyncio.get_running_loop().time() + self.timeout
 
 
 def _complete_chunks(buffer: bytearray) -> tuple[bytes, int, bool]:
