@@ -119,14 +119,17 @@ class _Connection(asyncio.Protocol):
 
     transport: asyncio.Transport
 
-    def __init__(self) -> None:
+    def __init__(self, deadlines: _Deadlines) -> None:
         self.buffer = bytearray()
         self.head: _Head | None = None
         """The reply's head once read, from the request `exchange` sent."""
         self.ended = False
         self.error: Exception | None = None
         self.idle_since = 0.0
-        self._loop = asyncio.get_running_loop()
+        self.deadline = 0.0
+        """When the wait under way times out (if it has a limit: then it is among `_deadlines.waiting`)."""
+        self.loop = asyncio.get_running_loop()
+        self._deadlines = deadlines
         self._whole = False
         self._until = 0
         self._scanned = 0
@@ -204,14 +207,16 @@ class _Connection(asyncio.Protocol):
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
-        waiter = self._waiter = self._loop.create_future()
-        timer = None if deadline is None else self._loop.call_at(deadline, _expire, waiter)
+        waiter = self._waiter = self.loop.create_future()
+        if deadline is not None:
+            self.deadline = deadline
+            self._deadlines.watch(self)
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
+            if deadline is not None:
+                self._deadlines.waiting.discard(self)
 
     def take(self, count: int) -> bytes:
         """The first `count` bytes received, taken out of the buffer."""
@@ -226,6 +231,11 @@ class _Connection(asyncio.Protocol):
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+
+    def expire(self) -> None:
+        """Time the wait under way out."""
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(TimeoutError())
 
     def _wake_if_ready(self, waiter: asyncio.Future[None]) -> None:
         try:
@@ -274,9 +284,47 @@ class _Connection(asyncio.Protocol):
         self.head = _Head(self.take(len(self.buffer)))
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
+class _Deadlines:
+    """The waits with a time limit on one pool's connections, and one timer for them all, due at or before the
+    earliest deadline: nearly every wait ends long before its deadline, and a timer per wait (what asyncio.timeout
+    arms) costs more than its call and its cancel: uvloop closes a cancelled timer's handle in one more turn of the
+    event loop. The deadlines of one pool come in order (each `timeout` after its wait began), so a timer is armed
+    once per `timeout` seconds, not once per wait."""
+
+    def __init__(self) -> None:
+        self.waiting: set[_Connection] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def watch(self, connection: _Connection) -> None:
+        self.waiting.add(connection)
+        if self._timer is None or connection.deadline < self._due or connection.loop is not self._loop:
+            if self._timer is not None and connection.loop is self._loop:
+                self._timer.cancel()
+            self._arm(connection.loop, connection.deadline)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
+        self._loop = loop
+        self._due = due
+        self._timer = loop.call_at(due, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Time out the waits due by now (the loop may run a timer a clock tick early), and arm the timer for the
+        earliest of the others."""
+        if loop is not self._loop:
+            return  # a timer of an event loop the pool has left
+        self._timer = None
+        due = max(loop.time(), self._due)
+        earliest = None
+        for connection in list(self.waiting):
+            if connection.deadline <= due:
+                self.waiting.discard(connection)
+                connection.expire()
+            elif earliest is None or connection.deadline < earliest:
+                earliest = connection.deadline
+        if earliest is not None:
+            self._arm(loop, earliest)
 
 
 class ConnectionPool:
@@ -294,6 +342,7 @@ class ConnectionPool:
         """Below uvicorn's default keep-alive timeout (5 s), which SGLang and vLLM servers run with."""
         self.max_idle = max_idle
         self._idle: deque[_Connection] = deque()
+        self._deadlines = _Deadlines()
         self._host_header = f"host: {host}:{port}\r\n"
 
     async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
@@ -355,7 +404,7 @@ class ConnectionPool:
     async def _connect(self, deadline: float) -> _Connection:
         loop = asyncio.get_running_loop()
         async with asyncio.timeout_at(min(deadline, loop.time() + self.connect_timeout)):
-            _, connection = await loop.create_connection(_Connection, self.host, self.port)
+            _, connection = await loop.create_connection(lambda: _Connection(self._deadlines), self.host, self.port)
         return connection
 
     async def _send(self, head: bytes, body: bytes, whole: bool, deadline: float) -> _Connection:
