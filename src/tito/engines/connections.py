@@ -20,9 +20,10 @@ piece has `timeout` seconds (httpx's read timeout), so a long generation never t
 Each connection is an `asyncio.Protocol` (`_Connection`), not a StreamReader/StreamWriter pair: the event loop's
 callbacks add the bytes received to one buffer and wake the one waiting request only when what it waits for is all
 there (a reply's head; for a whole reply its sized body too), so a reply that arrives in several reads still costs
-one wake-up, one head parse and one copy of its body, and a request's timeout is one timer on that wait. Writes
-follow the transport's flow control (a request waits while the transport's buffer is over its high-water mark),
-and reading pauses while more than `2 * MAX_HEAD_BYTES` unread bytes wait for a reader (a slow stream consumer).
+one wake-up, one head parse and one copy of its body; the deadlines of a pool's waits share one timer
+(`_Deadlines`). Writes follow the transport's flow control (a request waits while the transport's buffer is over its
+high-water mark), and reading pauses while more than `2 * MAX_HEAD_BYTES` unread bytes wait for a reader (a slow
+stream consumer).
 
 Failures are the built-in ones: `TimeoutError`, `OSError` (refused, reset, closed), `asyncio.IncompleteReadError`,
 `HttpProtocolError` for a reply that is not HTTP/1.1; the engine client maps them to Engine*Errors.
