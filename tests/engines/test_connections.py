@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import threading
+import time
 
 import pytest
 
 from tests.engines.raw_server import STREAM_HEAD, RawServer, chunk
-from tito.engines.connections import ConnectionPool, HttpProtocolError
+from tito.engines.connections import MAX_HEAD_BYTES, ConnectionPool, HttpProtocolError, _BodyPieces, _Connection
 from tito.engines.http import HttpEngineClient, SseData
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
 
@@ -409,3 +411,191 @@ async def test_a_malformed_chunked_body_is_a_protocol_error_streamed_or_whole(bo
                 async for _ in reply.pieces:
                     pass
         await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_each_request_times_out_at_its_own_deadline_while_the_others_on_the_pool_go_on():
+    """One timer serves all of a pool's deadlines: a request due before others times out at its own deadline, and
+    the timer is armed again for the ones still waiting."""
+
+    async def answer_after(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        await asyncio.sleep(30 if body == b"never" else float(body))
+        return json_reply(body)
+
+    async with RawServer(answer_after) as server:
+        client = ConnectionPool("127.0.0.1", server.port, timeout=0.3, connect_timeout=2.0)
+        loop = asyncio.get_running_loop()
+
+        async def timed(body: bytes, after: float) -> tuple[bytes | str, float]:
+            await asyncio.sleep(after)
+            began = loop.time()
+            try:
+                return (await client.request("POST", "/g", body, {})).content, loop.time() - began
+            except TimeoutError:
+                return "timed out", loop.time() - began
+
+        first, second, third = await asyncio.gather(timed(b"never", 0), timed(b"0.2", 0.2), timed(b"never", 0.25))
+        assert first[0] == "timed out" and 0.29 <= first[1] < 0.45, first
+        assert second[0] == b"0.2", second  # past the first one's deadline, within its own
+        assert third[0] == "timed out" and 0.29 <= third[1] < 0.45, third
+        await client.aclose()
+
+
+def test_a_pool_used_again_on_another_event_loop_still_times_out():
+    """The pool's one timer belongs to an event loop; on the next loop a deadline arms a timer there."""
+    ready = threading.Event()
+    stop = asyncio.Event()
+    ports: list[int] = []
+    server_loops: list[asyncio.AbstractEventLoop] = []
+
+    async def answer(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        await asyncio.sleep(30 if body == b"never" else 0)
+        return json_reply(body)
+
+    async def serve() -> None:
+        async with RawServer(answer) as server:
+            ports.append(server.port)
+            server_loops.append(asyncio.get_running_loop())
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))  # which cancels the handler left waiting
+    thread.start()
+    assert ready.wait(5)
+    client = ConnectionPool("127.0.0.1", ports[0], timeout=0.3, connect_timeout=2.0)
+
+    async def once(body: bytes) -> bytes:
+        try:
+            return (await client.request("POST", "/g", body, {})).content
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(once(b"now")) == b"now"
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        asyncio.run(asyncio.wait_for(once(b"never"), 5))  # wait_for: a missed deadline fails, not hangs
+    assert time.monotonic() - began < 2, "the request's own deadline, not wait_for's"
+    server_loops[0].call_soon_threadsafe(stop.set)
+    thread.join(5)
+
+
+REPLY = json_reply(b'{"a": 1}', b"x-extra: 1\r\n")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("split", range(1, len(REPLY)))
+async def test_a_reply_split_anywhere_in_its_head_or_body_is_read_whole_or_streamed(split: int):
+    async def in_two_parts(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        return [REPLY[:split], 0.002, REPLY[split:]]
+
+    async with RawServer(in_two_parts) as server:
+        client = pool(server.port)
+        reply = await client.request("POST", "/g", b"", {})
+        assert (reply.status, reply.headers["x-extra"], reply.content) == (200, "1", b'{"a": 1}')
+        async with client.stream("POST", "/g", b"", {}) as streamed:
+            assert streamed.headers["content-length"] == "8"
+            assert b"".join([piece async for piece in streamed.pieces]) == b'{"a": 1}'
+        assert server.connections == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_reply_arriving_byte_by_byte_is_read_whole_and_streamed_in_the_pieces_that_came():
+    async def byte_by_byte(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        pieces: list[bytes | asyncio.Event | float] = []
+        for index in range(len(REPLY)):
+            pieces += [REPLY[index : index + 1], 0.001]
+        return pieces
+
+    async with RawServer(byte_by_byte) as server:
+        client = pool(server.port)
+        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
+        async with client.stream("POST", "/g", b"", {}) as streamed:
+            pieces = [piece async for piece in streamed.pieces]
+        assert b"".join(pieces) == b'{"a": 1}' and len(pieces) > 1
+        assert server.connections == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_body_that_arrived_before_it_was_asked_for_is_one_piece_and_reading_pauses_past_a_limit():
+    """What arrives while no one reads is kept, in one piece per read; past twice MAX_HEAD_BYTES the connection
+    stops reading from its socket until the body is read on, so a slow consumer does not buffer a whole reply."""
+    big = b"y" * (8 * MAX_HEAD_BYTES)
+
+    async def events_then_big(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        if body == b"big":
+            return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(big), big)
+        return STREAM_HEAD + chunk(b"data: 1\n\n") + chunk(b"data: 2\n\n") + b"0\r\n\r\n"
+
+    async with RawServer(events_then_big) as server:
+        client = pool(server.port)
+        async with client.stream("POST", "/g", b"", {}) as streamed:
+            await asyncio.sleep(0.05)  # the whole body arrives before the first read asks for it
+            assert [piece async for piece in streamed.pieces] == [b"data: 1\n\ndata: 2\n\n"]
+        async with client.stream("POST", "/g", b"big", {}) as streamed:
+            await asyncio.sleep(0.1)
+            assert isinstance(streamed.pieces, _BodyPieces)
+            assert 0 < len(streamed.pieces.connection.buffer) <= 2 * MAX_HEAD_BYTES + 256 * 1024
+            assert b"".join([piece async for piece in streamed.pieces]) == big
+        assert (await client.request("POST", "/g", b"big", {})).content == big
+        assert server.connections == 1
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_large_body_to_a_slow_reader_waits_for_the_transport_to_drain_within_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The transport pauses the request's writing past its high-water mark and resumes it as the server reads; a
+    server that never reads the body times the request out."""
+    events: dict[_Connection, list[str]] = {}
+    original_pause, original_resume = _Connection.pause_writing, _Connection.resume_writing
+
+    def pause(connection: _Connection) -> None:
+        events.setdefault(connection, []).append("pause")
+        original_pause(connection)
+
+    def resume(connection: _Connection) -> None:
+        events.setdefault(connection, []).append("resume")
+        original_resume(connection)
+
+    monkeypatch.setattr(_Connection, "pause_writing", pause)
+    monkeypatch.setattr(_Connection, "resume_writing", resume)
+    body = b"z" * (32 * 1024 * 1024)
+    read_on = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await read_on.wait()
+            received = 0
+            while received < length and (piece := await reader.read(65536)):
+                received += len(piece)
+                await asyncio.sleep(0)
+            writer.write(json_reply(b"%d" % received))
+            await writer.drain()
+            await reader.read()  # until the client closes
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        client = ConnectionPool("127.0.0.1", server.sockets[0].getsockname()[1], timeout=0.5, connect_timeout=2.0)
+        with pytest.raises(TimeoutError):
+            await client.request("POST", "/g", body, {})  # the server does not read the body before the deadline
+        assert list(events.values()) == [["pause"]]
+        read_on.set()
+        client.timeout = 10
+        assert (await client.request("POST", "/g", body, {})).content == b"%d" % len(body)
+        second = list(events.values())[1]
+        assert second[0] == "pause" and second[-1] == "resume", second
+        await client.aclose()
+        await asyncio.wait_for(asyncio.gather(*handlers), 5)
+    finally:
+        server.close()

@@ -20,9 +20,10 @@ piece has `timeout` seconds (httpx's read timeout), so a long generation never t
 Each connection is an `asyncio.Protocol` (`_Connection`), not a StreamReader/StreamWriter pair: the event loop's
 callbacks add the bytes received to one buffer and wake the one waiting request only when what it waits for is all
 there (a reply's head; for a whole reply its sized body too), so a reply that arrives in several reads still costs
-one wake-up, one head parse and one copy of its body, and a request's timeout is one timer on that wait. Writes
-follow the transport's flow control (a request waits while the transport's buffer is over its high-water mark),
-and reading pauses while more than `2 * MAX_HEAD_BYTES` unread bytes wait for a reader (a slow stream consumer).
+one wake-up, one head parse and one copy of its body; the deadlines of a pool's waits share one timer
+(`_Deadlines`). Writes follow the transport's flow control (a request waits while the transport's buffer is over its
+high-water mark), and reading pauses while more than `2 * MAX_HEAD_BYTES` unread bytes wait for a reader (a slow
+stream consumer).
 
 Failures are the built-in ones: `TimeoutError`, `OSError` (refused, reset, closed), `asyncio.IncompleteReadError`,
 `HttpProtocolError` for a reply that is not HTTP/1.1; the engine client maps them to Engine*Errors.
@@ -119,14 +120,17 @@ class _Connection(asyncio.Protocol):
 
     transport: asyncio.Transport
 
-    def __init__(self) -> None:
+    def __init__(self, deadlines: _Deadlines) -> None:
         self.buffer = bytearray()
         self.head: _Head | None = None
         """The reply's head once read, from the request `exchange` sent."""
         self.ended = False
         self.error: Exception | None = None
         self.idle_since = 0.0
-        self._loop = asyncio.get_running_loop()
+        self.deadline = 0.0
+        """When the wait under way times out (if it has a limit: then it is among `_deadlines.waiting`)."""
+        self.loop = asyncio.get_running_loop()
+        self._deadlines = deadlines
         self._whole = False
         self._until = 0
         self._scanned = 0
@@ -204,14 +208,16 @@ class _Connection(asyncio.Protocol):
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
-        waiter = self._waiter = self._loop.create_future()
-        timer = None if deadline is None else self._loop.call_at(deadline, _expire, waiter)
+        waiter = self._waiter = self.loop.create_future()
+        if deadline is not None:
+            self.deadline = deadline
+            self._deadlines.watch(self)
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
+            if deadline is not None:
+                self._deadlines.waiting.discard(self)
 
     def take(self, count: int) -> bytes:
         """The first `count` bytes received, taken out of the buffer."""
@@ -226,6 +232,11 @@ class _Connection(asyncio.Protocol):
         if self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+
+    def expire(self) -> None:
+        """Time the wait under way out."""
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(TimeoutError())
 
     def _wake_if_ready(self, waiter: asyncio.Future[None]) -> None:
         try:
@@ -274,9 +285,47 @@ class _Connection(asyncio.Protocol):
         self.head = _Head(self.take(len(self.buffer)))
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
+class _Deadlines:
+    """The waits with a time limit on one pool's connections, and one timer for them all, due at or before the
+    earliest deadline: nearly every wait ends long before its deadline, and a timer per wait (what asyncio.timeout
+    arms) costs more than its call and its cancel: uvloop closes a cancelled timer's handle in one more turn of the
+    event loop. The deadlines of one pool come in order (each `timeout` after its wait began), so a timer is armed
+    once per `timeout` seconds, not once per wait."""
+
+    def __init__(self) -> None:
+        self.waiting: set[_Connection] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def watch(self, connection: _Connection) -> None:
+        self.waiting.add(connection)
+        if self._timer is None or connection.deadline < self._due or connection.loop is not self._loop:
+            if self._timer is not None and connection.loop is self._loop:
+                self._timer.cancel()
+            self._arm(connection.loop, connection.deadline)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
+        self._loop = loop
+        self._due = due
+        self._timer = loop.call_at(due, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Time out the waits due by now (the loop may run a timer a clock tick early), and arm the timer for the
+        earliest of the others."""
+        if loop is not self._loop:
+            return  # a timer of an event loop the pool has left
+        self._timer = None
+        due = max(loop.time(), self._due)
+        earliest = None
+        for connection in list(self.waiting):
+            if connection.deadline <= due:
+                self.waiting.discard(connection)
+                connection.expire()
+            elif earliest is None or connection.deadline < earliest:
+                earliest = connection.deadline
+        if earliest is not None:
+            self._arm(loop, earliest)
 
 
 class ConnectionPool:
@@ -294,6 +343,7 @@ class ConnectionPool:
         """Below uvicorn's default keep-alive timeout (5 s), which SGLang and vLLM servers run with."""
         self.max_idle = max_idle
         self._idle: deque[_Connection] = deque()
+        self._deadlines = _Deadlines()
         self._host_header = f"host: {host}:{port}\r\n"
 
     async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
@@ -355,7 +405,7 @@ class ConnectionPool:
     async def _connect(self, deadline: float) -> _Connection:
         loop = asyncio.get_running_loop()
         async with asyncio.timeout_at(min(deadline, loop.time() + self.connect_timeout)):
-            _, connection = await loop.create_connection(_Connection, self.host, self.port)
+            _, connection = await loop.create_connection(lambda: _Connection(self._deadlines), self.host, self.port)
         return connection
 
     async def _send(self, head: bytes, body: bytes, whole: bool, deadline: float) -> _Connection:
