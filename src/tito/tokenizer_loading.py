@@ -48,6 +48,12 @@ class LocalTokenizer:
     def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         return str(self.backend.decode(list(token_ids), skip_special_tokens=skip_special_tokens))
 
+    @property
+    def byte_level_decode(self) -> bool:
+        """Whether `decode` is a byte-level BPE's: the UTF-8 (invalid bytes replaced) of the ids' own bytes one after
+        another, so the decodes of ids that are each whole characters join to the decode of all of them."""
+        return isinstance(self.backend.decoder, decoders.ByteLevel)
+
     def convert_tokens_to_ids(self, tokens: str) -> int | None:
         return self.backend.token_to_id(tokens)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.parsing.cases import TOOLS, get_case
 from tito.families import get_family
@@ -132,8 +134,50 @@ def test_a_single_ids_text_is_decoded_once_and_past_the_bound_decoded_each_time(
     cafe = qwen3_tokenizer.encode(" café au lait")
     assert [scanner.run_text([token]) for token in cafe * 2] == [qwen3_tokenizer.decode([t]) for t in cafe * 2]
     assert decoded == [[token] for token in cafe]  # the second time from memory
-    assert scanner.run_text(cafe) == " café au lait" and decoded[-1] == cafe  # a longer run is decoded whole
+    assert scanner.run_text(cafe) == " café au lait" and len(decoded) == len(cafe)  # joined (byte-level), no call
     monkeypatch.setattr("tito.parsing.markers._TOKEN_TEXTS_KEPT", len(scanner._token_texts))
     other = qwen3_tokenizer.encode(" zebra")[0]
     assert scanner.token_text(other) == scanner.token_text(other) == qwen3_tokenizer.decode([other])
     assert decoded[-2:] == [[other], [other]]  # past the bound: decoded each time, never a stale or missing text
+
+
+@pytest.mark.parametrize("name", ["qwen3", "qwen35", "deepseekv4"])
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_runs_text_joined_from_its_ids_texts_is_the_tokenizers_decode(name: str, data: st.DataObject) -> None:
+    """Byte-level decoders: any ids (added tokens, bytes of a split character, whole characters) decode as HF does."""
+    case = get_case(name)
+    scanner = case.parser.scanner
+    assert scanner._joins_token_texts
+    tokenizer = case.tokenizer
+    pool = [
+        *tokenizer.encode(" café 😀 𝔘 中文 done \ufffd x"),
+        *[token for token in range(256)],  # the single bytes: most are parts of a character
+        *sorted(case.tito._parser.scanner.marker_ids),
+        *case.tito.stop_token_ids,
+    ]
+    ids = data.draw(st.lists(st.sampled_from(pool) | st.integers(0, tokenizer.vocab_size - 1), max_size=40))
+    assert scanner.run_text(ids) == tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def test_a_tokenizer_without_a_byte_level_decoder_decodes_every_run_in_one_call(
+    qwen3_tokenizer: LocalTokenizer,
+) -> None:
+    class Plain:
+        """Decodes as Qwen3 does, without saying its decoder is byte-level."""
+
+        def __init__(self) -> None:
+            self.calls: list[list[int]] = []
+
+        def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+            return qwen3_tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+        def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+            self.calls.append(list(ids))
+            return qwen3_tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    plain = Plain()
+    scanner = build_completion_parser(get_family("qwen3"), plain).scanner  # type: ignore[arg-type]
+    ids = qwen3_tokenizer.encode("one two three")
+    plain.calls.clear()
+    assert scanner.run_text(ids) == "one two three" and plain.calls == [ids]
