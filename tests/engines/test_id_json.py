@@ -43,6 +43,22 @@ def test_a_prompt_that_extends_the_sessions_previous_one_is_written_as_an_extens
     assert prompts.extended == 3
 
 
+def test_one_id_array_grown_in_place_turn_after_turn_is_extended_and_stays_resizable() -> None:
+    """A session's prompt is one array that grows: the kept ids are a copy extended in place, not a view of it (the
+    array stays resizable), and a turn that rewrites the history after extensions is written whole."""
+    prompts = PromptJson()
+    ids = array("i", [1, 2, 3])
+    for step in range(3):
+        ids.extend([10 + step, 11 + step])  # would raise BufferError if a view of `ids` were kept
+        assert orjson.dumps(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+    assert prompts.extended == 2
+    ids[2] = 99
+    assert orjson.dumps(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+    assert prompts.extended == 2
+    prompts.forget("s")
+    assert prompts.held_bytes == 0
+
+
 def test_a_prompt_that_does_not_start_with_an_earlier_one_is_written_whole() -> None:
     prompts = PromptJson()
     prompts.ids_json(array("i", [1, 2, 3]), "s")
