@@ -7,7 +7,7 @@ decodes 3-10x slower (benchmarks/engines.py).
 Every transport or protocol failure leaves here as a `tito.errors` Engine*Error carrying the engine's own words
 (its `{"error": {"message": ...}}` body, or the transport's message); no `httpx` exception or `KeyError` escapes.
 
-Imports nothing from tito but errors and engines.connections.
+Imports nothing from tito but errors, engines.connections and engines.id_json.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import httpx
 import orjson
 
 from tito.engines.connections import ConnectionPool, HttpProtocolError
+from tito.engines.id_json import body_json
 from tito.errors import (
     EngineError,
     EngineRequestError,
@@ -69,7 +70,7 @@ class HttpEngineClient:
     async def post_json(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body); over plain http, on the small
         connection pool (tito.engines.connections): the per-turn call."""
-        content = orjson.dumps(body)
+        content = body_json(body)
         async with self._errors_mapped(path):
             if self._pool is None:
                 response = await self._client.post(path, content=content, headers=_json_headers(headers))
@@ -94,7 +95,7 @@ class HttpEngineClient:
         Closing the iterator before the stream's end closes the connection: both SGLang and vLLM abort a request
         whose client went away. After `[DONE]` the body is read to its end, so the connection goes back to the pool.
         """
-        content = orjson.dumps(body)
+        content = body_json(body)
         async with self._errors_mapped(path), self._streamed_post(path, content, _json_headers(headers)) as reply:
             status, pieces = reply
             if status >= 400:
