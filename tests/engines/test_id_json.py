@@ -8,9 +8,14 @@ import numpy
 import orjson
 import pytest
 
-from tito.engines.id_json import PromptJson, ids_json
+from tito.engines.id_json import PromptJson, PromptText, body_json, ids_json
 
 IDS = [0, 1, 198, 151643, 151645, 2**31 - 1]
+
+
+def written(prompt: object) -> bytes:
+    """The JSON `body_json` writes for `prompt` as a body's field."""
+    return body_json({"ids": prompt})[len(b'{"ids":') : -1]
 
 
 @pytest.mark.parametrize("typecode", ["i", "l", "q", "I", "L", "Q"])
@@ -39,16 +44,32 @@ def test_a_prompt_that_extends_the_sessions_previous_one_is_written_as_an_extens
     second = array("i", [*first, 77, 151645, 198, 151644, 872])
     third = array("i", [*second, 5])
     for ids in (first, second, second, third):  # the same prompt again (an engine retry) extends by nothing
-        assert orjson.dumps(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+        assert written(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
     assert prompts.extended == 3
+
+
+def test_one_id_array_grown_in_place_turn_after_turn_is_extended_and_stays_resizable() -> None:
+    """A session's prompt is one array that grows: the kept ids are a copy extended in place, not a view of it (the
+    array stays resizable), and a turn that rewrites the history after extensions is written whole."""
+    prompts = PromptJson()
+    ids = array("i", [1, 2, 3])
+    for step in range(3):
+        ids.extend([10 + step, 11 + step])  # would raise BufferError if a view of `ids` were kept
+        assert written(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+    assert prompts.extended == 2
+    ids[2] = 99
+    assert written(prompts.ids_json(ids, "s")) == orjson.dumps(ids.tolist())
+    assert prompts.extended == 2
+    prompts.forget("s")
+    assert prompts.held_bytes == 0
 
 
 def test_a_prompt_that_does_not_start_with_an_earlier_one_is_written_whole() -> None:
     prompts = PromptJson()
     prompts.ids_json(array("i", [1, 2, 3]), "s")
     changed = array("i", [1, 9, 3, 4])  # same length prefix, another id: never taken as an extension
-    assert orjson.dumps(prompts.ids_json(changed, "s")) == b"[1,9,3,4]"
-    assert orjson.dumps(prompts.ids_json(array("i", [1, 2, 3, 4]), "t")) == b"[1,2,3,4]"  # another session
+    assert written(prompts.ids_json(changed, "s")) == b"[1,9,3,4]"
+    assert written(prompts.ids_json(array("i", [1, 2, 3, 4]), "t")) == b"[1,2,3,4]"  # another session
     assert prompts.extended == 0
 
 
@@ -57,8 +78,8 @@ def test_interleaved_conversations_of_one_session_each_extend_their_own_prompt()
     main, agent = array("i", [1, 2]), array("i", [7, 8])
     for step in range(3):
         main, agent = array("i", [*main, 10 + step]), array("i", [*agent, 20 + step])
-        assert orjson.dumps(prompts.ids_json(main, "s")) == orjson.dumps(main.tolist())
-        assert orjson.dumps(prompts.ids_json(agent, "s")) == orjson.dumps(agent.tolist())
+        assert written(prompts.ids_json(main, "s")) == orjson.dumps(main.tolist())
+        assert written(prompts.ids_json(agent, "s")) == orjson.dumps(agent.tolist())
     assert prompts.extended == 4
 
 
@@ -72,5 +93,32 @@ def test_the_cache_is_bounded_and_a_released_session_is_forgotten() -> None:
     prompts.forget("b")
     prompts.forget("a")
     assert prompts.held_bytes == 0
-    assert orjson.dumps(prompts.ids_json([1, 2], "a")) == b"[1,2]"  # a list, not an id array: written whole
-    assert orjson.dumps(prompts.ids_json(array("i", [1, 2]), None)) == b"[1,2]"
+    assert written(prompts.ids_json([1, 2], "a")) == b"[1,2]"  # a list, not an id array: written whole
+    assert written(prompts.ids_json(array("i", [1, 2]), None)) == b"[1,2]"
+
+
+@pytest.mark.parametrize("before", [{}, {"model": "m"}, {"model": "m", "n": [1, {"a": None}]}])
+@pytest.mark.parametrize("after", [{}, {"rid": 'r\u00e9"', "stream": False, "p": {"x": 1.5}}])
+def test_a_body_with_prompt_pieces_is_the_json_of_the_body_with_the_ids_in_their_place(
+    before: dict[str, object], after: dict[str, object]
+) -> None:
+    prompts = PromptJson()
+    ids = array("i", [5, 6])
+    for step in range(3):
+        ids.append(step)
+        body = {**before, "input_ids": prompts.ids_json(ids, "s"), **after}
+        assert body_json(body) == orjson.dumps({**before, "input_ids": ids.tolist(), **after})
+    assert body_json({**before, **after}) == orjson.dumps({**before, **after})
+
+
+def test_a_long_sessions_prompt_pieces_are_joined_into_one_now_and_then() -> None:
+    prompts = PromptJson()
+    ids = array("i", [1])
+    for step in range(100):
+        ids.append(step)
+        prompt = prompts.ids_json(ids, "s")
+        assert isinstance(prompt, PromptText)
+        assert len(prompt.pieces) <= PromptText.MAX_PIECES
+        assert written(prompt) == orjson.dumps(ids.tolist())
+        assert prompt.size == len(written(prompt))
+    assert prompts.extended == 99

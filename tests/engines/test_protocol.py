@@ -9,7 +9,14 @@ from array import array
 import pytest
 
 from tito.engines.instant import InstantEngine
-from tito.engines.protocol import GenerateRequest, SamplingParams, StreamCollector, collect_stream, token_ids
+from tito.engines.protocol import (
+    GenerateRequest,
+    SamplingParams,
+    StreamCollector,
+    collect_stream,
+    logprob_values,
+    token_ids,
+)
 from tito.errors import EngineResponseError
 
 
@@ -45,3 +52,18 @@ def test_token_ids_equal_the_array_of_their_values(values: list[int]) -> None:
 def test_token_ids_of_a_bad_list_raise_what_array_raises(values: list[object], error: type[Exception]) -> None:
     with pytest.raises(error):
         token_ids(values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], [-0.0, -1.2345678901234, -1e-45, -3e38, -1e300, float("-inf"), float("nan"), 0, True, 2**70], (-0.5,)],
+)
+def test_logprob_values_are_the_float32_bytes_array_makes_of_them(values: list[float]) -> None:
+    assert logprob_values(values).tobytes() == array("f", values).tobytes()
+    assert logprob_values(values).typecode == "f"
+
+
+@pytest.mark.parametrize("values", [[-0.5, None], ["-1.0"], [[-0.5]]])
+def test_logprob_values_of_a_bad_list_raise_what_array_raises(values: list[object]) -> None:
+    with pytest.raises(TypeError):
+        logprob_values(values)  # type: ignore[arg-type]

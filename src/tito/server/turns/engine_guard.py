@@ -169,13 +169,6 @@ class GuardedEngine:
             raise EngineResponseError(self.info.name, detail, fault="bad_logprobs")
 
 
-def _outside(ids: array[int], size: int) -> bool:
-    """Whether an id lies outside 0..size-1: a long reply in one pass, read as unsigned (a negative id is huge)."""
-    if len(ids) > 32:
-        return max(memoryview(ids).cast("B").cast("I")) >= size
-    return min(ids) < 0 or max(ids) >= size
-
-
 def _cut_short(call: _Call) -> bool:
     """Whether `abort` ended this call; takes back the cancel it sent (False when someone else cancelled too:
     that cancel goes on)."""
