@@ -11,6 +11,8 @@ measured turns (robust to a shared machine), with the access log's `tito_ms` of 
               a streamed session of each tree run in lockstep, so the streamed/whole ratio is measured side by side.
   --agent     the coding agents' shape: streamed, 25 tools with large JSON schemas, a ~20k-token system prompt, tool
               outputs from a few lines to thousands, up to --agent-tokens (100k+); medians per history band.
+  pace        each configuration prints the CPU ms of a fixed pure-Python loop run just before and after it: the
+              machine's speed then, to read absolute figures by (the figures of RESULTS.md say their pace).
   --tito-src  run tito from several source trees side by side (`--old REV` adds an older commit's src/, exported
               with git archive): one fresh server per tree for each configuration, all running at once and driven
               turn by turn in lockstep, so a change of the machine's load falls on each alike. The time waiting for a
@@ -54,6 +56,16 @@ def cpu_ns(pid: int) -> tuple[int, int]:
             fields = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()
             run, waited = run + int(fields[0]), waited + int(fields[1])
     return run, waited
+
+
+def pace_ms() -> float:
+    """CPU ms of a fixed pure-Python loop (3M additions) in this process: the machine's speed at that moment, to read
+    absolute figures by. This machine's speed drifts up to 2x minute to minute; side-by-side ratios do not depend on
+    it, absolute figures do."""
+    start, total = time.process_time(), 0
+    for number in range(3_000_000):
+        total += number
+    return (time.process_time() - start) * 1000
 
 
 def tool_schemas(count: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -296,10 +308,12 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
         for name in args.dialects:
             streams = [stream for stream in (False, True) for _ in sources]
             trees = sources + sources
+            pace_before = pace_ms()
             files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index, stream in enumerate(streams)]
             with tito_servers(trees, engine_port, args.family, files) as servers:
                 dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in trees]
                 measured = asyncio.run(drive(servers, dialects, streams, outputs, measure_from))
+            pace_after = pace_ms()
             time.sleep(0.2)
             medians = [median(turns.cpu_ms) for turns in measured]
             for stream in (False, True):
@@ -314,7 +328,7 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
                 print(f"{label:26}" + "".join(f"{c:>30}" for c in cells)
                       + f"   {medians[picked[-1]] / medians[picked[0]]:.2f}", flush=True)  # fmt: skip
             ratios = "".join(f"{medians[len(sources) + i] / medians[i]:>30.2f}" for i in range(len(sources)))
-            print(f"{'  streamed/whole':26}{ratios}", flush=True)
+            print(f"{'  streamed/whole':26}{ratios}   pace loop {pace_before:.0f} -> {pace_after:.0f} ms", flush=True)
 
 
 def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, chars_per_token: float,
