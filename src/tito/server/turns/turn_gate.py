@@ -12,10 +12,8 @@ Imports from tito: server.errors, server.metrics.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from tito.server.errors import PausedError
@@ -45,9 +43,12 @@ class TurnGate:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Pass a turn through the gate: refused (PausedError) or held while paused, then counted in flight."""
+    def turn(self) -> _GatedTurn:
+        """Pass a turn through the gate (`async with gate.turn():`): refused (PausedError) or held while paused,
+        then counted in flight until the block ends."""
+        return _GatedTurn(self)
+
+    async def _enter(self) -> None:
         while self.mode is not None:
             if self.mode is PauseMode.REJECT:
                 raise PausedError(
@@ -61,12 +62,11 @@ class TurnGate:
                 self.held -= 1
         self.in_flight += 1
         self._idle.clear()
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
-            if self.in_flight == 0:
-                self._idle.set()
+
+    def _exit(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
 
     def pause(self, mode: PauseMode, retry_after: float) -> None:
         """Stop new turns from starting (a second pause changes the mode, and keeps the first's start)."""
@@ -105,3 +105,19 @@ class TurnGate:
             "held": self.held,
             "paused_seconds": time.monotonic() - self._paused_at if self.mode is not None else 0.0,
         }
+
+
+class _GatedTurn:
+    """One turn's pass through a TurnGate, as a plain async context manager: every turn enters one, and a generator
+    based one (`contextlib.asynccontextmanager`) costs twice the instructions."""
+
+    __slots__ = ("_gate",)
+
+    def __init__(self, gate: TurnGate) -> None:
+        self._gate = gate
+
+    async def __aenter__(self) -> None:
+        await self._gate._enter()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        self._gate._exit()
