@@ -37,10 +37,22 @@ async def test_requests_one_after_another_reuse_one_kept_alive_connection():
     async with RawServer(echo) as server:
         client = pool(server.port)
         for index in range(20):
-            reply = await client.request("POST", "/generate", b'{"n": %d}' % index, {"x-smg-routing-key": "s1"})
+            reply = await client.request("POST", "/generate", (b'{"n": %d}' % index,), {"x-smg-routing-key": "s1"})
             assert (reply.status, reply.content) == (200, b'{"n": %d}' % index)
         assert server.connections == 1
         assert b"x-smg-routing-key: s1\r\n" in server.requests[0] and b"host: 127.0.0.1:" in server.requests[0]
+        await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_body_in_pieces_is_sent_as_their_bytes_in_order_with_their_whole_length():
+    ids = b"[1,2,3]"
+    async with RawServer(echo) as server:
+        client = pool(server.port)
+        pieces = (b'{"input_ids":', memoryview(ids)[:-1], b",", memoryview(b"[40,50]")[1:], b',"stream":false}')
+        reply = await client.request("POST", "/generate", pieces, {})
+        assert reply.content == b'{"input_ids":[1,2,3,40,50],"stream":false}'
+        assert b"content-length: %d\r\n" % len(reply.content) in server.requests[0]
         await client.aclose()
 
 
@@ -52,10 +64,10 @@ async def test_concurrent_requests_each_get_their_own_reply_on_their_own_connect
 
     async with RawServer(slow_echo) as server:
         client = pool(server.port)
-        replies = await asyncio.gather(*(client.request("POST", "/g", b"%d" % i, {}) for i in range(50)))
+        replies = await asyncio.gather(*(client.request("POST", "/g", (b"%d" % i,), {}) for i in range(50)))
         assert [reply.content for reply in replies] == [b"%d" % i for i in range(50)]
         assert server.connections == 50
-        await asyncio.gather(*(client.request("POST", "/g", b"x", {}) for _ in range(50)))
+        await asyncio.gather(*(client.request("POST", "/g", (b"x",), {}) for _ in range(50)))
         assert server.connections == 50  # the second wave reused them
         await client.aclose()
 
@@ -67,8 +79,8 @@ async def test_chunked_and_read_to_close_bodies_are_read_whole():
 
     async with RawServer(chunked) as server:
         client = pool(server.port)
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"a": 1}'
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"a": 1}'
         assert server.connections == 1
         await client.aclose()
 
@@ -77,8 +89,8 @@ async def test_chunked_and_read_to_close_bodies_are_read_whole():
 
     async with RawServer(to_close, close_after_reply=True) as server:
         client = pool(server.port)
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"b": 2}'
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"b": 2}'
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"b": 2}'
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"b": 2}'
         assert server.connections == 2
         await client.aclose()
 
@@ -88,7 +100,7 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced_and_the_req
     async with RawServer(echo, close_after_reply=True) as server:  # closes after each reply, no `connection: close`
         client = pool(server.port)
         for index in range(5):
-            assert (await client.request("POST", "/g", b"%d" % index, {})).content == b"%d" % index
+            assert (await client.request("POST", "/g", (b"%d" % index,), {})).content == b"%d" % index
             await asyncio.sleep(0.02)  # the server's close arrives while the connection is idle
         assert server.connections == 5
         await client.aclose()
@@ -107,9 +119,9 @@ async def test_a_reused_connection_the_server_ends_after_reading_the_request_is_
 
     async with RawServer(reply_once_then_hang_up) as server:
         client = pool(server.port)
-        await client.request("POST", "/generate", b"first", {})
+        await client.request("POST", "/generate", (b"first",), {})
         with pytest.raises(ConnectionResetError, match="it may have read the request, so it is not sent again"):
-            await client.request("POST", "/generate", b"second", {})
+            await client.request("POST", "/generate", (b"second",), {})
         assert [request.endswith(b"second") for request in server.requests] == [False, True]
         assert server.connections == 1
         await client.aclose()
@@ -142,8 +154,8 @@ async def test_a_reused_connection_reset_before_the_server_read_the_request_is_s
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     try:
         client = pool(int(server.sockets[0].getsockname()[1]))
-        await client.request("POST", "/generate", b"first", {})
-        assert (await client.request("POST", "/generate", b"second", {})).content == b"second"
+        await client.request("POST", "/generate", (b"first",), {})
+        assert (await client.request("POST", "/generate", (b"second",), {})).content == b"second"
         assert read_whole == [b"first", b"second"] and connections == 2
         await client.aclose()
     finally:
@@ -158,7 +170,7 @@ async def test_a_connection_closed_after_the_request_on_a_fresh_connection_is_an
     async with RawServer(hang_up) as server:
         client = pool(server.port)
         with pytest.raises(ConnectionResetError, match="closed the connection before replying"):
-            await client.request("POST", "/g", b"{}", {})
+            await client.request("POST", "/g", (b"{}",), {})
         assert len(server.requests) == 1
         await client.aclose()
 
@@ -167,9 +179,9 @@ async def test_a_connection_closed_after_the_request_on_a_fresh_connection_is_an
 async def test_an_idle_connection_past_the_keepalive_expiry_is_not_reused():
     async with RawServer(echo) as server:
         client = pool(server.port, keepalive_expiry=0.05)
-        await client.request("POST", "/g", b"1", {})
+        await client.request("POST", "/g", (b"1",), {})
         await asyncio.sleep(0.1)
-        await client.request("POST", "/g", b"2", {})
+        await client.request("POST", "/g", (b"2",), {})
         assert server.connections == 2
         await client.aclose()
 
@@ -185,7 +197,7 @@ async def test_a_cancelled_request_closes_its_connection_so_the_engine_sees_the_
 
     async with RawServer(until_the_client_leaves) as server:
         client = pool(server.port)
-        task = asyncio.create_task(client.request("POST", "/g", b"{}", {}))
+        task = asyncio.create_task(client.request("POST", "/g", (b"{}",), {}))
         await asyncio.sleep(0.1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -211,7 +223,7 @@ async def test_engine_client_maps_timeouts_malformed_replies_and_refusals_to_eng
 
     async with RawServer(garbage) as server:
         with pytest.raises(HttpProtocolError, match="not an HTTP status line"):
-            await pool(server.port).request("POST", "/g", b"", {})
+            await pool(server.port).request("POST", "/g", (b"",), {})
         client = HttpEngineClient("sglang", f"http://127.0.0.1:{server.port}", timeout=2)
         with pytest.raises(EngineResponseError, match="/generate: not an HTTP status line"):
             await client.post_json("/generate", {})
@@ -222,7 +234,7 @@ async def test_engine_client_maps_timeouts_malformed_replies_and_refusals_to_eng
 
     async with RawServer(endless_line) as server:
         with pytest.raises(HttpProtocolError, match="a status line longer than"):
-            await pool(server.port).request("POST", "/g", b"", {})
+            await pool(server.port).request("POST", "/g", (b"",), {})
 
     async def refuse(body: bytes, reader: asyncio.StreamReader) -> bytes:
         return b'HTTP/1.1 400 Bad Request\r\ncontent-length: 41\r\n\r\n{"error": {"message": "prompt too long"}}'
@@ -246,7 +258,7 @@ async def test_a_url_path_prefix_is_kept_and_a_header_with_a_line_break_is_refus
         assert await client.post_json("/v1/completions", {"a": 1}) == {"a": 1}
         assert server.requests[0].startswith(b"POST /engine-a/v1/completions HTTP/1.1\r\n")
         with pytest.raises(ValueError, match="line break"):
-            await pool(server.port).request("POST", "/g", b"", {"x-key": "a\r\nx-evil: 1"})
+            await pool(server.port).request("POST", "/g", (b"",), {"x-key": "a\r\nx-evil: 1"})
         await client.aclose()
 
 
@@ -279,16 +291,16 @@ async def test_a_streamed_reply_yields_each_piece_as_it_arrives_then_its_connect
 
     async with RawServer(two_events) as server:
         client = pool(server.port)
-        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+        async with client.stream("POST", "/generate", (b"{}",), {}) as reply:
             assert reply.status == 200 and reply.headers["content-type"] == "text/event-stream"
             assert await anext(reply.pieces) == b"data: 1\n\n"  # before the server sent the rest
             sent_first.set()
             assert [piece async for piece in reply.pieces] == [b"data: 2\n\n"]
         sent_first.clear()
-        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+        async with client.stream("POST", "/generate", (b"{}",), {}) as reply:
             sent_first.set()
             assert [piece async for piece in reply.pieces] == [b"data: 1\n\n", b"data: 2\n\n"]
-        assert await client.request("POST", "/g", b"{}", {}) is not None
+        assert await client.request("POST", "/g", (b"{}",), {}) is not None
         assert server.connections == 1, "a stream read to its end leaves its connection for the next request"
         await client.aclose()
 
@@ -307,7 +319,7 @@ async def test_leaving_a_stream_before_its_end_closes_the_connection_so_the_engi
 
     async with RawServer(first_event_then_wait) as server:
         client = pool(server.port)
-        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+        async with client.stream("POST", "/generate", (b"{}",), {}) as reply:
             assert await anext(reply.pieces) == b"data: 1\n\n"
         await asyncio.wait_for(left.wait(), 5)
         await client.aclose()
@@ -326,13 +338,13 @@ async def test_each_wait_for_a_piece_has_the_timeout_not_the_whole_stream():
 
     async with RawServer(slow_pieces) as server:
         client = ConnectionPool("127.0.0.1", server.port, timeout=0.3, connect_timeout=2.0)
-        async with client.stream("POST", "/generate", b"{}", {}) as reply:
+        async with client.stream("POST", "/generate", (b"{}",), {}) as reply:
             assert len([piece async for piece in reply.pieces]) == 5  # 0.5 s in all, each wait 0.1 s
         await client.aclose()
     async with RawServer(stalls) as server:
         client = ConnectionPool("127.0.0.1", server.port, timeout=0.3, connect_timeout=2.0)
         with pytest.raises(TimeoutError):
-            async with client.stream("POST", "/generate", b"{}", {}) as reply:
+            async with client.stream("POST", "/generate", (b"{}",), {}) as reply:
                 async for _ in reply.pieces:
                     pass
         await client.aclose()
@@ -382,8 +394,8 @@ async def test_a_chunked_body_split_anywhere_is_decoded_whole_or_streamed_and_th
 
     async with RawServer(in_two_parts) as server:
         client = pool(server.port)
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
-        async with client.stream("POST", "/g", b"", {}) as reply:
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"a": 1}'
+        async with client.stream("POST", "/g", (b"",), {}) as reply:
             assert b"".join([piece async for piece in reply.pieces]) == b'{"a": 1}'
         assert server.connections == 1
         await client.aclose()
@@ -405,9 +417,9 @@ async def test_a_malformed_chunked_body_is_a_protocol_error_streamed_or_whole(bo
     async with RawServer(malformed) as server:
         client = pool(server.port)
         with pytest.raises(HttpProtocolError, match=error):
-            await client.request("POST", "/g", b"", {})
+            await client.request("POST", "/g", (b"",), {})
         with pytest.raises(HttpProtocolError, match=error):
-            async with client.stream("POST", "/g", b"", {}) as reply:
+            async with client.stream("POST", "/g", (b"",), {}) as reply:
                 async for _ in reply.pieces:
                     pass
         await client.aclose()
@@ -430,7 +442,7 @@ async def test_each_request_times_out_at_its_own_deadline_while_the_others_on_th
             await asyncio.sleep(after)
             began = loop.time()
             try:
-                return (await client.request("POST", "/g", body, {})).content, loop.time() - began
+                return (await client.request("POST", "/g", (body,), {})).content, loop.time() - began
             except TimeoutError:
                 return "timed out", loop.time() - began
 
@@ -466,7 +478,7 @@ def test_a_pool_used_again_on_another_event_loop_still_times_out():
 
     async def once(body: bytes) -> bytes:
         try:
-            return (await client.request("POST", "/g", body, {})).content
+            return (await client.request("POST", "/g", (body,), {})).content
         finally:
             await client.aclose()
 
@@ -490,9 +502,9 @@ async def test_a_reply_split_anywhere_in_its_head_or_body_is_read_whole_or_strea
 
     async with RawServer(in_two_parts) as server:
         client = pool(server.port)
-        reply = await client.request("POST", "/g", b"", {})
+        reply = await client.request("POST", "/g", (b"",), {})
         assert (reply.status, reply.headers["x-extra"], reply.content) == (200, "1", b'{"a": 1}')
-        async with client.stream("POST", "/g", b"", {}) as streamed:
+        async with client.stream("POST", "/g", (b"",), {}) as streamed:
             assert streamed.headers["content-length"] == "8"
             assert b"".join([piece async for piece in streamed.pieces]) == b'{"a": 1}'
         assert server.connections == 1
@@ -509,8 +521,8 @@ async def test_a_reply_arriving_byte_by_byte_is_read_whole_and_streamed_in_the_p
 
     async with RawServer(byte_by_byte) as server:
         client = pool(server.port)
-        assert (await client.request("POST", "/g", b"", {})).content == b'{"a": 1}'
-        async with client.stream("POST", "/g", b"", {}) as streamed:
+        assert (await client.request("POST", "/g", (b"",), {})).content == b'{"a": 1}'
+        async with client.stream("POST", "/g", (b"",), {}) as streamed:
             pieces = [piece async for piece in streamed.pieces]
         assert b"".join(pieces) == b'{"a": 1}' and len(pieces) > 1
         assert server.connections == 1
@@ -530,15 +542,15 @@ async def test_a_streamed_body_that_arrived_before_it_was_asked_for_is_one_piece
 
     async with RawServer(events_then_big) as server:
         client = pool(server.port)
-        async with client.stream("POST", "/g", b"", {}) as streamed:
+        async with client.stream("POST", "/g", (b"",), {}) as streamed:
             await asyncio.sleep(0.05)  # the whole body arrives before the first read asks for it
             assert [piece async for piece in streamed.pieces] == [b"data: 1\n\ndata: 2\n\n"]
-        async with client.stream("POST", "/g", b"big", {}) as streamed:
+        async with client.stream("POST", "/g", (b"big",), {}) as streamed:
             await asyncio.sleep(0.1)
             assert isinstance(streamed.pieces, _BodyPieces)
             assert 0 < len(streamed.pieces.connection.buffer) <= 2 * MAX_HEAD_BYTES + 256 * 1024
             assert b"".join([piece async for piece in streamed.pieces]) == big
-        assert (await client.request("POST", "/g", b"big", {})).content == big
+        assert (await client.request("POST", "/g", (b"big",), {})).content == big
         assert server.connections == 1
         await client.aclose()
 
@@ -588,11 +600,11 @@ async def test_a_large_body_to_a_slow_reader_waits_for_the_transport_to_drain_wi
     try:
         client = ConnectionPool("127.0.0.1", server.sockets[0].getsockname()[1], timeout=0.5, connect_timeout=2.0)
         with pytest.raises(TimeoutError):
-            await client.request("POST", "/g", body, {})  # the server does not read the body before the deadline
+            await client.request("POST", "/g", (body,), {})  # the server does not read the body before the deadline
         assert list(events.values()) == [["pause"]]
         read_on.set()
         client.timeout = 10
-        assert (await client.request("POST", "/g", body, {})).content == b"%d" % len(body)
+        assert (await client.request("POST", "/g", (body,), {})).content == b"%d" % len(body)
         second = list(events.values())[1]
         assert second[0] == "pause" and second[-1] == "resume", second
         await client.aclose()

@@ -15,7 +15,7 @@ IDS = [0, 1, 198, 151643, 151645, 2**31 - 1]
 
 def written(prompt: object) -> bytes:
     """The JSON `body_json` writes for `prompt` as a body's field."""
-    return body_json({"ids": prompt})[len(b'{"ids":') : -1]
+    return b"".join(body_json({"ids": prompt}))[len(b'{"ids":') : -1]
 
 
 @pytest.mark.parametrize("typecode", ["i", "l", "q", "I", "L", "Q"])
@@ -106,9 +106,12 @@ def test_a_body_with_prompt_pieces_is_the_json_of_the_body_with_the_ids_in_their
     ids = array("i", [5, 6])
     for step in range(3):
         ids.append(step)
-        body = {**before, "input_ids": prompts.ids_json(ids, "s"), **after}
-        assert body_json(body) == orjson.dumps({**before, "input_ids": ids.tolist(), **after})
-    assert body_json({**before, **after}) == orjson.dumps({**before, **after})
+        prompt = prompts.ids_json(ids, "s")
+        assert isinstance(prompt, PromptText)
+        pieces = body_json({**before, "input_ids": prompt, **after})
+        assert b"".join(pieces) == orjson.dumps({**before, "input_ids": ids.tolist(), **after})
+        assert all(piece is kept for piece, kept in zip(pieces[1:-1], prompt.pieces, strict=True))  # not copied
+    assert body_json({**before, **after}) == [orjson.dumps({**before, **after})]
 
 
 def test_a_long_sessions_prompt_pieces_are_joined_into_one_now_and_then() -> None:

@@ -38,7 +38,7 @@ import contextlib
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -46,6 +46,11 @@ MAX_HEAD_BYTES = 64 * 1024
 """The longest reply head (status line and headers) read."""
 _READ_LIMIT = 2 * MAX_HEAD_BYTES
 """Unread bytes past which a connection stops reading from its socket until a reader waits or takes them."""
+
+
+Body = Sequence[bytes | memoryview]
+"""A request body in pieces (bytes, or byte views of them), written to the socket as they are: a large body is
+never joined into one more copy."""
 
 
 class HttpProtocolError(Exception):
@@ -181,15 +186,15 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         self.transport.close()
 
-    async def exchange(self, head: bytes, body: bytes, whole: bool, deadline: float) -> None:
-        """Send a request and wait for its reply's head (`whole`: and for its sized body), at most until `deadline`
-        (the loop's time); `_ClosedBeforeReply` when the connection ends first. Any failure or cancellation closes
-        the connection."""
+    async def exchange(self, head: bytes, body: Body, whole: bool, deadline: float) -> None:
+        """Send a request (its head and its body's pieces, in one write) and wait for its reply's head (`whole`: and
+        for its sized body), at most until `deadline` (the loop's time); `_ClosedBeforeReply` when the connection
+        ends first. Any failure or cancellation closes the connection."""
         self.head = None
         self._whole = whole
         self._scanned = 0
         try:
-            self.transport.writelines((head, body))
+            self.transport.writelines((head, *body))
             if self._writing_paused:
                 await self.wait(_UNTIL_DRAINED, deadline)
             await self.wait(_UNTIL_HEAD, deadline)
@@ -346,9 +351,9 @@ class ConnectionPool:
         self._deadlines = _Deadlines()
         self._host_header = f"host: {host}:{port}\r\n"
 
-    async def request(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> HttpReply:
+    async def request(self, method: str, path: str, body: Body, headers: Mapping[str, str]) -> HttpReply:
         """Send one request and read its whole reply within `timeout` seconds."""
-        head = self._head(method, path, len(body), headers)
+        head = self._head(method, path, sum(map(len, body)), headers)
         deadline = asyncio.get_running_loop().time() + self.timeout
         connection = await self._send(head, body, True, deadline)
         kept = False
@@ -368,11 +373,11 @@ class ConnectionPool:
 
     @contextlib.asynccontextmanager
     async def stream(
-        self, method: str, path: str, body: bytes, headers: Mapping[str, str]
+        self, method: str, path: str, body: Body, headers: Mapping[str, str]
     ) -> AsyncIterator[StreamedReply]:
         """Send one request and yield its reply with the body still to read; leaving the block before the body's end
         (or on any failure) closes the connection."""
-        head = self._head(method, path, len(body), headers)
+        head = self._head(method, path, sum(map(len, body)), headers)
         connection = await self._send(head, body, False, asyncio.get_running_loop().time() + self.timeout)
         reply = connection.head
         assert reply is not None
@@ -408,7 +413,7 @@ class ConnectionPool:
             _, connection = await loop.create_connection(lambda: _Connection(self._deadlines), self.host, self.port)
         return connection
 
-    async def _send(self, head: bytes, body: bytes, whole: bool, deadline: float) -> _Connection:
+    async def _send(self, head: bytes, body: Body, whole: bool, deadline: float) -> _Connection:
         """Send the request on an idle connection, or a new one, and wait for the reply's head (`whole`: and its
         sized body) until `deadline`. The caller releases the connection (`_release`: back to the pool only after
         a whole reply that leaves it open)."""

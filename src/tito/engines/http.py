@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import orjson
 
-from tito.engines.connections import ConnectionPool, HttpProtocolError
+from tito.engines.connections import Body, ConnectionPool, HttpProtocolError
 from tito.engines.id_json import body_json
 from tito.errors import (
     EngineError,
@@ -74,13 +74,13 @@ class HttpEngineClient:
     async def post_json(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Any:
         """POST a JSON body and decode the JSON reply (None for an empty body); over plain http, on the small
         connection pool (tito.engines.connections): the per-turn call."""
-        content = body_json(body)
+        payload = body_json(body)
         try:
             if self._pool is None:
-                response = await self._client.post(path, content=content, headers=_json_headers(headers))
+                response = await self._client.post(path, content=b"".join(payload), headers=_json_headers(headers))
                 status, content = response.status_code, response.content
             else:
-                reply = await self._pool.request("POST", self._prefix + path, content, _json_headers(headers))
+                reply = await self._pool.request("POST", self._prefix + path, payload, _json_headers(headers))
                 status, content = reply.status, reply.content
         except Exception as exc:
             if (mapped := self._engine_error(path, exc)) is None:
@@ -103,9 +103,9 @@ class HttpEngineClient:
         Closing the iterator before the stream's end closes the connection: both SGLang and vLLM abort a request
         whose client went away. After `[DONE]` the body is read to its end, so the connection goes back to the pool.
         """
-        content = body_json(body)
+        payload = body_json(body)
         try:
-            async with self._streamed_post(path, content, _json_headers(headers)) as reply:
+            async with self._streamed_post(path, payload, _json_headers(headers)) as reply:
                 status, pieces = reply
                 if status >= 400:
                     self.raise_for_status(path, httpx.Response(status, content=b"".join([p async for p in pieces])))
@@ -157,15 +157,15 @@ class HttpEngineClient:
 
     @asynccontextmanager
     async def _streamed_post(
-        self, path: str, content: bytes, headers: Mapping[str, str]
+        self, path: str, body: Body, headers: Mapping[str, str]
     ) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
         """A POST's status and its body as it arrives: on the pool over plain http, on httpx otherwise (https)."""
         if self._pool is not None:
-            async with self._pool.stream("POST", self._prefix + path, content, headers) as streamed:
+            async with self._pool.stream("POST", self._prefix + path, body, headers) as streamed:
                 yield streamed.status, streamed.pieces
             return
-        response = await self._client.send(self._client.build_request("POST", path, content=content, headers=headers),
-                                           stream=True)  # fmt: skip
+        request = self._client.build_request("POST", path, content=b"".join(body), headers=headers)
+        response = await self._client.send(request, stream=True)
         try:
             yield response.status_code, response.aiter_bytes()
         finally:

@@ -11,7 +11,6 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
-from starlette.requests import ClientDisconnect
 
 from tito.errors import TitoError
 from tito.server.errors import BodyTooLargeError, ClientDisconnectedError, error_headers
@@ -51,25 +50,40 @@ def error_reply(exc: Exception, shape: ErrorShape, metrics: ServerMetrics) -> Re
     return response
 
 
+def header_values(request: Request) -> dict[str, str]:
+    """The request's headers by name, a repeated one's first value (what `request.headers.get` gives): read in one
+    pass for a turn's several lookups (its retry mark, its lineage), where each `request.headers.get` scans them
+    all (the SDKs send ~15)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(request.scope["headers"])}
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused (413) past `limit` bytes: before it is read when the length is declared, else
     (chunked) as soon as what arrived passes the limit, never buffering more. A body cut short (the client left, or
-    its framing was malformed and the HTTP server already answered 400) is the client's protocol error, not tito's."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLargeError(f"the request body is {declared} bytes; this server accepts at most {limit}")
+    its framing was malformed and the HTTP server already answered 400) is the client's protocol error, not tito's.
+    Read from the ASGI messages themselves (no `request.stream()` generator to pass each piece on)."""
+    for name, declared in request.scope["headers"]:
+        if name == b"content-length":
+            if declared.isdigit() and int(declared) > limit:
+                raise BodyTooLargeError(
+                    f"the request body is {declared.decode()} bytes; this server accepts at most {limit}"
+                )
+            break
     chunks: list[bytes] = []  # joined once at the end: a body that arrives whole (the usual case) is never copied
     size = 0
-    try:
-        async for chunk in request.stream():
-            if chunk:
-                chunks.append(chunk)
-                size += len(chunk)
-            if size > limit:
-                raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
-    except ClientDisconnect:
-        raise ClientDisconnectedError(
-            f"the request body ended after {size} bytes: the client left, or its framing (chunk sizes, "
-            "Content-Length) was malformed"
-        ) from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnectedError(
+                f"the request body ended after {size} bytes: the client left, or its framing (chunk sizes, "
+                "Content-Length) was malformed"
+            )
+        chunk = message.get("body", b"")
+        if chunk:
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise BodyTooLargeError(f"the request body is over {limit} bytes, the most this server accepts")
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)

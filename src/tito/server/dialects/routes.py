@@ -26,7 +26,7 @@ from tito.server.dialects.edge import labeller, new_id
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.models import ChatCompletionRequest
-from tito.server.replies import ErrorShape, error_reply, json_response, read_body
+from tito.server.replies import ErrorShape, error_reply, header_values, json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
@@ -90,8 +90,9 @@ def dialect_routes(state: ServerState) -> APIRouter:
         session = registry.get(session_id)
         body = await read_body(request, limit)
         asked = translate(body, session)
-        key = request_key(body, request.headers, asked.digest)
-        lineage = lineage_of(request.headers, asked.chat.messages)
+        headers = header_values(request)
+        key = request_key(body, headers, asked.digest)
+        lineage = lineage_of(headers, asked.chat.messages)
         prepared = await prepare_turn(state, session, asked.chat, key.fingerprint, key.is_retry, lineage)
         if asked.stream:
             return streamed(prepared, request, asked, started)

@@ -11,7 +11,7 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from tito.server.replies import json_response, read_body
+from tito.server.replies import header_values, json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.state import ServerState
 from tito.server.turns.completions import complete_turn, prepare_turn, read_chat_body, reply_body
@@ -32,8 +32,9 @@ def chat_routes(state: ServerState) -> APIRouter:
         body = await read_body(request, state.options.max_body_bytes)
         read = read_chat_body(session, body)  # only the new messages parsed when the body resends the previous one
         chat = read.request
-        key = request_key(body, request.headers, read.digest)
-        lineage = lineage_of(request.headers, chat.messages)
+        headers = header_values(request)
+        key = request_key(body, headers, read.digest)
+        lineage = lineage_of(headers, chat.messages)
         prepared = await prepare_turn(state, session, chat, key.fingerprint, key.is_retry, lineage)
         if chat.stream:
             return streamed_reply(state, chat, prepared, request.receive, started)
