@@ -264,18 +264,13 @@ class MarkerScanner:
             return self.token_text(run[0])
         if self._joins_token_texts and len(run) <= _JOINED_LIMIT:
             texts = self._token_texts
-            pieces: list[str] = []
-            for token in run:
-                text = texts.get(token)
-                if text is None:
-                    if len(texts) >= _TOKEN_TEXTS_KEPT:
-                        break  # an id the table will not hold: one decode call for the run, not one per new id
-                    text = self.token_text(token)
-                pieces.append(text)
-            else:
-                joined = "".join(pieces)
-                if _REPLACEMENT not in joined:
-                    return joined
+            try:  # every id remembered (the usual case): one C-level join, no Python step per id
+                joined = "".join(map(texts.__getitem__, run))
+            except KeyError:  # new ids remembered while the table holds the whole run; else one decode call for it
+                room = len(texts) + len(run) <= _TOKEN_TEXTS_KEPT
+                joined = "".join(map(self.token_text, run)) if room else _REPLACEMENT
+            if _REPLACEMENT not in joined:
+                return joined
         return self.tokenizer.decode(run, skip_special_tokens=False)
 
     def _is_blank(self, token: int) -> bool:
