@@ -109,6 +109,17 @@ def test_every_code_point_in_context_gives_hf_ids(name: str) -> None:
     assert not mismatched
 
 
+def test_short_pieces_between_added_tokens_are_remembered_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pieces a template writes around every message are tokenized once; the ids stay HF's each time."""
+    encoder, backend = fast("qwen3"), reference("qwen3")
+    monkeypatch.setattr(encoder, "_remembered", {})
+    monkeypatch.setattr("tito.fast_encoding._REMEMBERED_KEPT", 2)
+    text = "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\nA reply longer than sixteen characters<|im_end|>"
+    for _ in range(2):
+        assert encoder.encode(text) == hf_ids(backend, text)
+    assert encoder._remembered == {"user\n": hf_ids(backend, "user\n"), "\n": hf_ids(backend, "\n")}
+
+
 def test_the_fast_path_is_taken_for_agent_text() -> None:
     """A text goes to HF only for a lone surrogate or a code point the two Unicode tables disagree on."""
     encoder = fast("qwen3")

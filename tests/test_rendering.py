@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jinja2
 import pytest
 
@@ -113,3 +115,26 @@ def test_a_trusted_render_reads_a_dict_as_jinja_does() -> None:
     rendered = render_template(trusted, messages)
     assert rendered == render_template(sandboxed, messages)
     assert rendered.startswith("user|False|True|['role', 'content', 'items']|hi;")
+
+
+class _Subclass(dict):  # type: ignore[type-arg]
+    """A dict that is not a plain dict: read through the environment's getattr, not in line."""
+
+
+def test_a_trusted_render_reads_nested_and_non_dict_attributes_as_jinja_does() -> None:
+    """The trusted code reads `a.b.c` in line where each step is a plain dict holding the key; a missing key, a dict
+    subclass, an object's attribute and a string's method read through the environment, as Jinja reads them."""
+    source = (
+        "{% for m in messages %}{{ m.call.function.name }}|{{ m.call.function.missing is defined }}"
+        "|{{ m.call.missing is defined }}|{{ m.role.upper() }};{% endfor %}"
+    )
+    messages = [
+        {"role": "user", "call": {"function": {"name": "run"}}},
+        _Subclass(role="tool", call=_Subclass(function=_Subclass(name="sub", missing=1))),
+        SimpleNamespace(role="object", call=SimpleNamespace(function={"name": "attr"})),
+        {"role": "x", "call": {"function": "text"}},
+    ]
+    trusted, sandboxed = compile_template(source, trusted=True), compile_template(source)
+    rendered = render_template(trusted, messages)  # type: ignore[arg-type]
+    assert rendered == render_template(sandboxed, messages)  # type: ignore[arg-type]
+    assert rendered == "run|False|False|USER;sub|True|False|TOOL;attr|False|False|OBJECT;|False|False|X;"

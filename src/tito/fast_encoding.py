@@ -62,6 +62,13 @@ _CLASSES = (r"\p{L}", r"\p{M}", r"\p{N}", r"\s", r"(?i:s|t|r|e|v|m|l|d)")
 """Every character class the audited patterns use (the case-folded letters of their contractions included)."""
 
 
+_REMEMBERED_LENGTH = 16
+"""Pieces between added tokens up to this many characters are remembered: a template writes the same few around
+every message (`\n`, `user\n`, `assistant\n`), and a tiktoken call costs more than a lookup."""
+_REMEMBERED_KEPT = 4096
+"""At most this many remembered pieces (~1 MB)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Whether a tokenizer encodes through tiktoken, and why (or why not)."""
@@ -83,6 +90,7 @@ class FastEncoder:
         # Longest first: at the leftmost match, the longest added token wins (HF's leftmost-longest matching).
         self._added_pattern = re.compile("|".join(map(re.escape, by_length))) if by_length else None
         self._exceptions = re.compile(f"[{exceptions}]") if exceptions else None
+        self._remembered: dict[str, list[int]] = {}
 
     def encode(self, text: str) -> list[int]:
         """The ids HF gives for `text`: its added tokens split out, every piece between them as ordinary text."""
@@ -94,11 +102,22 @@ class FastEncoder:
         position = 0
         for match in self._added_pattern.finditer(text):
             if match.start() > position:
-                ids += self._ordinary(text[position : match.start()])
+                ids += self._between(text[position : match.start()])
             ids.append(self._added[match.group()])
             position = match.end()
         if position < len(text):
-            ids += self._ordinary(text[position:])
+            ids += self._between(text[position:])
+        return ids
+
+    def _between(self, text: str) -> list[int]:
+        """The ids of a piece between added tokens; a short one remembered (the caller copies the list)."""
+        if len(text) > _REMEMBERED_LENGTH:
+            return self._ordinary(text)
+        ids = self._remembered.get(text)
+        if ids is None:
+            ids = self._ordinary(text)
+            if len(self._remembered) < _REMEMBERED_KEPT:
+                self._remembered[text] = ids
         return ids
 
     def encode_ordinary(self, text: str) -> list[int]:

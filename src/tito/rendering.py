@@ -21,6 +21,7 @@ import jinja2
 import jinja2.ext
 import jinja2.meta
 import jinja2.nodes
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tito.errors import TemplateRenderError
@@ -63,6 +64,22 @@ class _GenerationTag(jinja2.ext.Extension):
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
+class _TrustedCodeGenerator(CodeGenerator):
+    """Jinja's code generator with `x.name` read in line when `x` is a dict holding the key `name` (a name that is no
+    attribute of `dict`): the item, as `_TrustedEnvironment.getattr` returns it, without a Python call per `.role`
+    and `.content` of every message a turn renders; anything else still goes through that getattr."""
+
+    @optimizeconst
+    def visit_Getattr(self, node: jinja2.nodes.Getattr, frame: Frame) -> None:
+        if self.environment.is_async or node.attr in _DICT_ATTRIBUTES:
+            super().visit_Getattr(node, frame)
+            return
+        # A nested `a.b.c` assigns `_tito_obj` inside the condition before the outer assignment: each read is its own.
+        self.write(f"(_tito_obj[{node.attr!r}] if type(_tito_obj := ")
+        self.visit(node.node, frame)
+        self.write(f") is dict and {node.attr!r} in _tito_obj else environment.getattr(_tito_obj, {node.attr!r}))")
+
+
 class _TrustedEnvironment(jinja2.Environment):
     """Jinja's environment with `message.content` on a dict read as the item straight away.
 
@@ -70,6 +87,8 @@ class _TrustedEnvironment(jinja2.Environment):
     exception for every `.role` and `.content` of every message a turn renders (a third of a fixed template's
     render). Only a name that is no attribute of `dict` is read as an item first, so what each lookup returns is
     the same as Jinja's."""
+
+    code_generator_class = _TrustedCodeGenerator
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:

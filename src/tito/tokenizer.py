@@ -411,7 +411,7 @@ class TitoTokenizer:
 
     def _check_ids(self, argument: str, ids: Any) -> None:
         """`ids` is a list of ints inside the vocabulary; else a TokenIdError naming the argument and position."""
-        if not isinstance(ids, Sequence) or isinstance(ids, str | bytes):
+        if not _is_list(ids):
             raise TokenIdError(argument, 0, ids, self._vocab_size)
         size = self._vocab_size
         try:  # two C-speed passes on the per-turn path: non-ints and negatives fail packing, then the upper bound
@@ -446,8 +446,14 @@ def _template_source(tokenizer: Tokenizer, family: Family) -> str | None:
     return checkpoint_template
 
 
+def _is_list(value: Any) -> bool:
+    """Whether `value` is a sequence other than a string: a list told in C before asking the Sequence ABC (~0.3 us,
+    three times a turn)."""
+    return type(value) is list or (isinstance(value, Sequence) and not isinstance(value, str | bytes))
+
+
 def _check_message_list(argument: str, messages: Any) -> None:
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+    if not _is_list(messages):
         raise MessageError(0, argument, f"must be a list of message objects, not {type(messages).__name__}")
 
 

@@ -40,7 +40,9 @@ def test_member_spans_are_the_exact_text_of_each_top_level_value(obj: dict, spel
         assert json.loads(written[start:end]) == obj[key]
 
 
-@pytest.mark.parametrize("broken", ['{"a": 1', '{"a" 1}', "[1, 2]", '{"a": 1} trailing', "", '{"a": 1,}', "{'a': 1}"])
+@pytest.mark.parametrize(
+    "broken", ['{"a": 1', '{"a" 1}', "[1, 2]", '{"a": 1} trailing', "", '{"a": 1,}', "{'a': 1}", '{"a\x01": 1}']
+)
 def test_anything_but_one_json_object_is_an_argument_error(broken: str) -> None:
     with pytest.raises(ArgumentError):
         object_member_spans(broken)

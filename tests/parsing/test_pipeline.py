@@ -137,6 +137,8 @@ def test_a_single_ids_text_is_decoded_once_and_past_the_bound_decoded_each_time(
     assert scanner.run_text(cafe) == " café au lait" and len(decoded) == len(cafe)  # joined (byte-level), no call
     monkeypatch.setattr("tito.parsing.markers._TOKEN_TEXTS_KEPT", len(scanner._token_texts))
     other = qwen3_tokenizer.encode(" zebra")[0]
+    assert scanner.run_text([*cafe, other]) == qwen3_tokenizer.decode([*cafe, other])
+    assert decoded[-1] == [*cafe, other]  # a run with an id the full table cannot hold: one decode call for it
     assert scanner.token_text(other) == scanner.token_text(other) == qwen3_tokenizer.decode([other])
     assert decoded[-2:] == [[other], [other]]  # past the bound: decoded each time, never a stale or missing text
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from tito.parsing.grammar import SENTINEL_FIRST, SENTINEL_RE, THINK_CLOSE, THINK_OPEN, OutputFormat
@@ -219,12 +218,13 @@ class MarkerScanner:
 
     def _marked_fast(self, body: list[int]) -> str | None:
         text = self.run_text(body)
-        # One C pass counting the marker ids alone (counting every id costs twice as much; list.count, a pass each).
-        id_counts = Counter(filter(self.marker_id_set.__contains__, body))
+        # One C pass keeping the marker ids alone (counting every id costs twice as much; list.count, a pass each),
+        # then counted in that short list (a Counter's Python steps cost more than the counts).
+        marker_ids = list(filter(self.marker_id_set.__contains__, body))
         present: list[int] = []
         for marker_id, occurrences in self.marker_counters.items():
             found = occurrences(text)
-            if found != id_counts.get(marker_id, 0):
+            if found != marker_ids.count(marker_id):
                 return None
             if found:
                 present.append(marker_id)
@@ -264,18 +264,13 @@ class MarkerScanner:
             return self.token_text(run[0])
         if self._joins_token_texts and len(run) <= _JOINED_LIMIT:
             texts = self._token_texts
-            pieces: list[str] = []
-            for token in run:
-                text = texts.get(token)
-                if text is None:
-                    if len(texts) >= _TOKEN_TEXTS_KEPT:
-                        break  # an id the table will not hold: one decode call for the run, not one per new id
-                    text = self.token_text(token)
-                pieces.append(text)
-            else:
-                joined = "".join(pieces)
-                if _REPLACEMENT not in joined:
-                    return joined
+            try:  # every id remembered (the usual case): one C-level join, no Python step per id
+                joined = "".join(map(texts.__getitem__, run))
+            except KeyError:  # new ids remembered while the table holds the whole run; else one decode call for it
+                room = len(texts) + len(run) <= _TOKEN_TEXTS_KEPT
+                joined = "".join(map(self.token_text, run)) if room else _REPLACEMENT
+            if _REPLACEMENT not in joined:
+                return joined
         return self.tokenizer.decode(run, skip_special_tokens=False)
 
     def _is_blank(self, token: int) -> bool:
