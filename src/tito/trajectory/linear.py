@@ -6,7 +6,8 @@ The head path's messages and nodes (references) are kept beside the node store s
 history; its ids are not: they are joined from the nodes' own arrays (references kept in order) when a turn needs
 them, so each id is stored once.
 
-Imports nothing from tito but errors, matching, trajectory.base, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, matching, trajectory.base, trajectory.events, trajectory.nodes and
+trajectory.shared_values.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tito.trajectory.nodes import (
     joined_ids,
     path_parts,
 )
+from tito.trajectory.shared_values import SHARED
 
 T = TypeVar("T")
 
@@ -112,6 +114,8 @@ class LinearTrajectory:
         if not tools and first and self.matcher.name == "harness":
             found.rules.add("tools_omitted")
             return
+        if tools and SHARED.held_tuple(tools) is first:
+            return  # the held tools the first turn stored: equal, found without comparing them
         if list(tools or ()) != list(first or ()):
             names = ", ".join(str((tool.get("function") or {}).get("name")) for tool in (first or ())) or "none"
             raise ToolsChangedError(

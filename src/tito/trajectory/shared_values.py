@@ -14,8 +14,10 @@ Imports nothing from tito but trajectory.events.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -34,6 +36,12 @@ class SharedValues:
         self._kept = kept
         self._values: OrderedDict[tuple[type, bytes], Any] = OrderedDict()
         """(type, JSON) -> the value held: the JSON is kept with it (a tool set's 15 KB, once per process)."""
+        self._held_keys: dict[int, tuple[type, bytes]] = {}
+        """id of each value held -> its key: a value that is itself held (a turn's tools from `held_tuple`) is
+        found without being encoded again."""
+        self._tuples: OrderedDict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = OrderedDict()
+        """id of a list given to `held_tuple` -> (its items then, the held tuple): a resent request's tools list (the
+        same objects every turn) is found without being encoded."""
         self._lock = threading.Lock()
         """Journal replays may run beside the event loop's commits."""
 
@@ -54,6 +62,11 @@ class SharedValues:
     def value(self, value: Any) -> Any:
         """The held value equal to `value` (same type, same JSON; `==` too where the JSON has a null, which a NaN
         also writes), else `value`, now held."""
+        with self._lock:
+            key = self._held_keys.get(id(value))
+            if key is not None:
+                self._values.move_to_end(key)
+                return value
         try:
             encoded = orjson.dumps(value)
         except TypeError:
@@ -64,10 +77,29 @@ class SharedValues:
             if held is not None and (b"null" not in encoded or held == value):
                 self._values.move_to_end(key)
                 return held
+            if held is not None:
+                del self._held_keys[id(held)]
             self._values[key] = value
+            self._held_keys[id(value)] = key
             if len(self._values) > self._kept:
-                self._values.popitem(last=False)
+                del self._held_keys[id(self._values.popitem(last=False)[1])]
         return value
+
+    def held_tuple(self, items: Sequence[Any]) -> tuple[Any, ...]:
+        """`value(tuple(items))`; the same items again (a request whose tools a resent body's reader reused, or a
+        plan's check before its commit) give the held tuple without encoding them (~20 us for an agent's tools)."""
+        with self._lock:
+            found = self._tuples.get(id(items))
+            if found is not None and len(found[0]) == len(items) and all(map(operator.is_, found[0], items)):
+                self._tuples.move_to_end(id(items))
+                return found[1]
+        snapshot = tuple(items)
+        held: tuple[Any, ...] = self.value(snapshot)
+        with self._lock:
+            self._tuples[id(items)] = (snapshot, held)
+            if len(self._tuples) > self._kept:
+                self._tuples.popitem(last=False)
+        return held
 
 
 SHARED = SharedValues()

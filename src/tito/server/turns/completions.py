@@ -43,6 +43,7 @@ from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Lineage
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.linear import ToolsChangedError
+from tito.trajectory.shared_values import SHARED
 
 
 @dataclass(frozen=True)
@@ -378,7 +379,7 @@ def build_turn(
         parent_id=plan.parent_id,
         kept_parent_ids=prepared.kept_parent_ids,
         request_messages=tuple(plan.appended),
-        tools=tuple(prepared.request.tools) if prepared.request.tools is not None else None,
+        tools=None if prepared.request.tools is None else SHARED.held_tuple(prepared.request.tools),
         prompt_ids=prepared.prompt_ids[prepared.kept_parent_ids :],
         output_ids=generation.output_ids,
         output_logprobs=generation.output_logprobs,
