@@ -14,6 +14,7 @@ server.turns.
 from __future__ import annotations
 
 import asyncio
+import operator
 import secrets
 import time
 from array import array
@@ -348,6 +349,8 @@ def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:
 
 _SAMPLING_FIELDS = tuple(f.name for f in fields(SamplingParams))
 """What a turn records of its sampling, in field order: read once, not by `dataclasses.fields` on every turn."""
+_sampling_values = operator.attrgetter(*_SAMPLING_FIELDS)
+"""A `SamplingParams`' values in that order, read in one C call."""
 
 
 def build_turn(
@@ -366,7 +369,10 @@ def build_turn(
         "engine_finish": generation.finish.kind.value,
         "weight_versions": list(generation.weight_versions),
         "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},
-        "sampling": {name: _json_value(getattr(sampling, name)) for name in _SAMPLING_FIELDS},
+        "sampling": {
+            name: list(value) if isinstance(value, tuple) else value  # as JSON reads them back
+            for name, value in zip(_SAMPLING_FIELDS, _sampling_values(sampling), strict=True)
+        },
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
         "requested_at": prepared.requested_at,
@@ -390,10 +396,6 @@ def build_turn(
         metadata=metadata,
         at=time.time(),
     )
-
-
-def _json_value(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def reply_body(turn: TurnCommitted, model: str, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
