@@ -103,5 +103,6 @@ class SharedValues:
         self._values.move_to_end(key)
         return value
 
+
 SHARED = SharedValues()
 """The process's table: every session's turns share through it, live and replayed."""
