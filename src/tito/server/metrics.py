@@ -26,9 +26,15 @@ class _ByLabel:
     def __init__(self, counter: Counter, process: str) -> None:
         self._counter = counter
         self._process = process
+        self._children: dict[tuple[str, ...], Counter] = {}
+        """Label values -> the counter's child: prometheus_client's `labels` checks and locks on every call, and a
+        turn counts its resend (children are never removed)."""
 
     def labels(self, *values: str) -> Counter:
-        return self._counter.labels(self._process, *values)
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._counter.labels(self._process, *values)
+        return child
 
     def collect(self) -> Iterable[Metric]:
         return self._counter.collect()
