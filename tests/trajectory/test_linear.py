@@ -185,3 +185,17 @@ def test_tools_are_checked_against_the_first_turn_whatever_object_holds_them() -
     tools.append({"type": "function", "function": {"name": "edit", "parameters": {}}})
     with pytest.raises(ToolsChangedError, match=r"first turn rendered \(search\)"):
         trajectory.plan(messages, tools, "fp1", False)
+
+
+def test_resent_objects_known_equal_are_forgotten_past_a_retry_and_other_objects_still_compared() -> None:
+    """A request's messages found equal to the stored ones are compared by identity on later turns; a retry drops
+    those past its start, and a different object at a known index is compared as always."""
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 2)  # the replies resent as copies, as a client's JSON gives them
+    assert trajectory.plan([*messages, user("u2")], None, "x", False).replaces is None
+    rewritten = [messages[0], {"role": "assistant", "content": "not a1"}, *messages[2:], user("u2")]
+    with pytest.raises(AppendOnlyError, match="message 1 differs"):
+        trajectory.plan(rewritten, None, "x", False)
+    retried = commit(trajectory, [*messages[:2], user("u1 again")])
+    plan = trajectory.plan([*messages, user("u2")], None, "y", False)
+    assert plan.replaces == retried.node_id, "the replaced turn's messages no longer extend the path"
