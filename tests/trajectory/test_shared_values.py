@@ -97,5 +97,5 @@ def test_held_tuple_gives_the_held_tools_for_the_same_list_and_follows_its_chang
     assert changed == tuple(tools) and changed is not held, "a list changed in place gives its new tools"
     tools[1] = {"type": "function", "function": {"name": "view"}}
     assert shared.held_tuple(tools)[1]["function"]["name"] == "view"
-    as_float = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "parameters": {"type": "object", "default": 1.0}}}]
-    assert shared.held_tuple(as_float) is not held, "equal in Python but not as JSON: apart"
+    as_float = orjson.loads(orjson.dumps(TOOLS).replace(b'"default":1', b'"default":1.0'))
+    assert as_float == list(TOOLS) and shared.held_tuple(as_float) is not held, "equal in Python, not as JSON: apart"
