@@ -7,8 +7,8 @@ in every dialect (server.dialects runs these same steps on the chat request it t
 parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
 Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.episode,
-trajectory.events, trajectory.linear, server.errors, server.models, server.sessions, server.state,
-server.turns.
+trajectory.events, trajectory.linear, trajectory.shared_values, server.errors, server.models, server.sessions,
+server.state, server.turns.
 """
 
 from __future__ import annotations
