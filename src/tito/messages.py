@@ -18,6 +18,9 @@ from tito.errors import MessageError, ToolDefinitionError
 from tito.families.base import ToolArguments
 
 KNOWN_ROLES = ("system", "user", "assistant", "tool")
+_MAPPING = (dict, Mapping)
+"""`isinstance(value, _MAPPING)` is `isinstance(value, Mapping)` without the ABC's check for a dict (what parsed
+JSON gives): a turn's messages and tool calls make a dozen such checks."""
 
 
 def _encodable(index: int, field: str, text: str | None) -> str | None:
@@ -37,7 +40,7 @@ def _text_content(index: int, content: Any) -> str | None:
         texts = []
         for part_index, part in enumerate(content):
             if (
-                not isinstance(part, Mapping)
+                not isinstance(part, _MAPPING)
                 or part.get("type", "text") != "text"
                 or not isinstance(part.get("text"), str)
             ):
@@ -53,10 +56,10 @@ def _text_content(index: int, content: Any) -> str | None:
 
 def _tool_call(index: int, call_index: int, call: Any, arguments_style: ToolArguments) -> Message:
     where = f"tool_calls[{call_index}]"
-    if not isinstance(call, Mapping):
+    if not isinstance(call, _MAPPING):
         raise MessageError(index, where, "must be an object with a 'function'")
     function = call.get("function")
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
+    if not isinstance(function, _MAPPING) or not isinstance(function.get("name"), str) or not function["name"]:
         raise MessageError(index, f"{where}.function.name", "must be a non-empty string")
     arguments = function.get("arguments", {})
     if isinstance(arguments, str):
@@ -66,16 +69,16 @@ def _tool_call(index: int, call_index: int, call: Any, arguments_style: ToolArgu
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise MessageError(index, f"{where}.function.arguments", f"is not valid JSON: {exc}") from exc
-    if arguments_style is ToolArguments.OBJECT and not isinstance(arguments, Mapping):
+    if arguments_style is ToolArguments.OBJECT and not isinstance(arguments, _MAPPING):
         raise MessageError(index, f"{where}.function.arguments", "must be a JSON object for this family's format")
-    if not isinstance(arguments, str | Mapping):
+    if not isinstance(arguments, (str, dict, Mapping)):
         raise MessageError(index, f"{where}.function.arguments", "must be a JSON string or an object")
     return {**call, "function": {**function, "arguments": arguments}}
 
 
 def normalize_message(index: int, message: Any, arguments_style: ToolArguments) -> Message:
     """One message, validated, in the shape fixed templates expect."""
-    if not isinstance(message, Mapping):
+    if not isinstance(message, _MAPPING):
         raise MessageError(index, "message", f"must be an object, not {type(message).__name__}")
     role = message.get("role")
     if role not in KNOWN_ROLES:
@@ -125,7 +128,7 @@ def _check_strings(index: int, path: str, value: Any) -> None:
 
 def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, first_index: int = 0) -> list[Message]:
     """Validate and normalise; `first_index` keeps error indices relative to the whole conversation."""
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+    if not isinstance(messages, (list, Sequence)) or isinstance(messages, str | bytes):
         raise MessageError(first_index, "messages", "must be a list of message objects")
     return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
 
@@ -152,5 +155,5 @@ def _call_ids(message: Mapping[str, Any]) -> list[str]:
     return [
         call["id"]
         for call in message.get("tool_calls") or ()
-        if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+        if isinstance(call, _MAPPING) and isinstance(call.get("id"), str)
     ]

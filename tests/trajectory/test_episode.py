@@ -117,3 +117,20 @@ def test_a_rewritten_reply_opens_a_conversation_continuing_the_one_it_left_and_a
     commit(tree, opening, spawn_call("look around here"))
     branch = tree.plan([*opening, as_text, observation], TOOLS, "fp-x", False)
     assert (branch.conversation, branch.branched) == ("c0", True), "a tree holds it as a branch"
+
+
+def test_a_rewritten_head_reply_continues_and_any_other_refused_resend_is_still_refused() -> None:
+    """Under `harness` a linear plan refuses both; only the rewritten reply becomes a conversation of its own."""
+    opening = [{"role": "system", "content": "agent"}, {"role": "user", "content": "go"}]
+    episode = Episode(SessionConfig(matcher="harness"))
+    first = commit(episode, opening, {"role": "assistant", "content": "a0"})
+    resent = [*opening, first.assistant, {"role": "user", "content": "u1"}]
+    second = commit(episode, resent, {"role": "assistant", "content": "a1"})
+    history = [*resent, second.assistant, {"role": "user", "content": "u2"}]
+    commit(episode, history, {"role": "assistant", "content": "a2"})
+    head_rewritten = [*history, {"role": "assistant", "content": "Calling tools: a2"}, {"role": "user", "content": "x"}]
+    plan = episode.plan(head_rewritten, TOOLS, "fp-x", False)
+    assert (plan.conversation, plan.branched, plan.opening and plan.opening.continues) == (None, True, "c0")
+    deep = [*opening, first.assistant, {"role": "user", "content": "not u1"}, *history[4:]]
+    with pytest.raises(AppendOnlyError, match="rolls back at most one generated turn"):
+        episode.plan(deep, TOOLS, "fp-y", False)

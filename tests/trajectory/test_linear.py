@@ -11,6 +11,7 @@ from tito.errors import AppendOnlyError, TruncatedTurnError
 from tito.trajectory import create_trajectory
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
 from tito.trajectory.linear import LinearTrajectory, SessionMovedOnError, ToolsChangedError
+from tito.trajectory.shared_values import SHARED
 from tito.trajectory.tree import TreeTrajectory
 
 STOP = 99
@@ -165,3 +166,36 @@ def test_a_rewritten_generated_reply_is_refused_not_taken_as_a_retry() -> None:
     with pytest.raises(AppendOnlyError, match="message 1"):
         trajectory.plan([messages[0], rewritten], None, "x", False)
     assert trajectory.plan([messages[0], user("changed")], None, "x", False).replaces == 0  # a retry drops it
+
+
+def test_tools_are_checked_against_the_first_turn_whatever_object_holds_them() -> None:
+    """The first turn's tools as a turn stores them (held), the request's list found by identity or compared."""
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"default": 1}}}]
+    trajectory = LinearTrajectory(SessionConfig())
+    plan = trajectory.plan([user("u0")], tools, "fp0", False)
+    event = TurnCommitted(
+        "s", 0, None, 0, tuple(plan.appended), SHARED.held_tuple(tools), array("i", [10]), array("i", [50, STOP]),
+        array("f", [-0.5, -0.5]), {"role": "assistant", "content": "a"}, "stop", "chatcmpl-0", "fp0", {}, 0.0,
+    )  # fmt: skip
+    trajectory.apply(event)
+    messages = [user("u0"), event.assistant, user("u1")]
+    as_float = [{"type": "function", "function": {"name": "search", "parameters": {"default": 1.0}}}]
+    for same in (tools, [dict(tool) for tool in tools], as_float):  # the same list, an equal one, 1 == 1.0
+        assert trajectory.plan(messages, same, "fp1", False).parent_id == 0
+    tools.append({"type": "function", "function": {"name": "edit", "parameters": {}}})
+    with pytest.raises(ToolsChangedError, match=r"first turn rendered \(search\)"):
+        trajectory.plan(messages, tools, "fp1", False)
+
+
+def test_resent_objects_known_equal_are_forgotten_past_a_retry_and_other_objects_still_compared() -> None:
+    """A request's messages found equal to the stored ones are compared by identity on later turns; a retry drops
+    those past its start, and a different object at a known index is compared as always."""
+    trajectory = LinearTrajectory(SessionConfig())
+    messages = grow(trajectory, 2)  # the replies resent as copies, as a client's JSON gives them
+    assert trajectory.plan([*messages, user("u2")], None, "x", False).replaces is None
+    rewritten = [messages[0], {"role": "assistant", "content": "not a1"}, *messages[2:], user("u2")]
+    with pytest.raises(AppendOnlyError, match="message 1 differs"):
+        trajectory.plan(rewritten, None, "x", False)
+    retried = commit(trajectory, [*messages[:2], user("u1 again")])
+    plan = trajectory.plan([*messages, user("u2")], None, "y", False)
+    assert plan.replaces == retried.node_id, "the replaced turn's messages no longer extend the path"

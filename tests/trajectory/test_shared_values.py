@@ -76,3 +76,26 @@ def test_a_turn_with_nothing_to_share_is_returned_as_given() -> None:
     shared = SharedValues()
     event = dataclasses.replace(turn(0), tools=None, metadata={"prompt_tokens": 3})
     assert shared.share(event) is event
+
+
+def test_a_held_value_is_found_by_identity_until_it_leaves_the_table() -> None:
+    shared = SharedValues(kept=1)
+    held = shared.value(["a"])
+    assert shared.value(held) is held
+    shared.value(["b"])
+    assert shared.value(["a"]) is not held, "a value that left is not found by its identity any more"
+
+
+def test_held_tuple_gives_the_held_tools_for_the_same_list_and_follows_its_changes() -> None:
+    shared = SharedValues()
+    tools = [dict(tool) for tool in TOOLS]
+    held = shared.held_tuple(tools)
+    assert held == TOOLS and shared.held_tuple(tools) is held
+    assert shared.held_tuple([dict(tool) for tool in TOOLS]) is held, "an equal list (another request's) too"
+    tools.append({"type": "function", "function": {"name": "edit"}})
+    changed = shared.held_tuple(tools)
+    assert changed == tuple(tools) and changed is not held, "a list changed in place gives its new tools"
+    tools[1] = {"type": "function", "function": {"name": "view"}}
+    assert shared.held_tuple(tools)[1]["function"]["name"] == "view"
+    as_float = orjson.loads(orjson.dumps(TOOLS).replace(b'"default":1', b'"default":1.0'))
+    assert as_float == list(TOOLS) and shared.held_tuple(as_float) is not held, "equal in Python, not as JSON: apart"

@@ -8,10 +8,17 @@ Imports from tito: errors, server.access_log (a turn's facts go to the access lo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from itertools import accumulate
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client import metrics as prometheus_metrics
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from tito.errors import EngineError, TitoError
 from tito.server.access_log import note_turn
@@ -26,12 +33,73 @@ class _ByLabel:
     def __init__(self, counter: Counter, process: str) -> None:
         self._counter = counter
         self._process = process
+        self._children: dict[tuple[str, ...], Counter] = {}
+        """Label values -> the counter's child: prometheus_client's `labels` checks and locks on every call, and a
+        turn counts its resend (children are never removed)."""
 
     def labels(self, *values: str) -> Counter:
-        return self._counter.labels(self._process, *values)
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._counter.labels(self._process, *values)
+        return child
 
     def collect(self) -> Iterable[Metric]:
         return self._counter.collect()
+
+
+class _TurnSeries:
+    """What every committed turn counts (turns, prompt and sampled ids, engine and added latency) as one collector of
+    plain numbers under one lock: prometheus_client's counters and histograms check, lock and walk their buckets in
+    Python for each value (~10 us a turn). Collected as the very families those give (`_created` samples too,
+    unless prometheus_client is told not to)."""
+
+    _COUNTERS = (
+        ("tito_turns", "Committed turns"),
+        ("tito_prompt_tokens", "Prompt ids sent to the engine"),
+        ("tito_completion_tokens", "Ids sampled by the engine"),
+    )
+    _HISTOGRAMS = (
+        ("tito_engine_seconds", "Engine call latency"),
+        ("tito_added_seconds", "Latency tito adds to a turn (request to reply, less the engine call)"),
+    )
+    _BOUNDS = (*map(floatToGoString, _LATENCY_BUCKETS), "+Inf")
+
+    def __init__(self, process: str) -> None:
+        self._process = process
+        self._created = time.time()
+        self._lock = threading.Lock()
+        self._counts = [0.0] * len(self._COUNTERS)
+        self._buckets = [[0.0] * len(self._BOUNDS) for _ in self._HISTOGRAMS]
+        """Per histogram, the observations per bucket (not cumulative): the first bound each is at most."""
+        self._sums = [0.0] * len(self._HISTOGRAMS)
+
+    def observe(self, prompt_tokens: int, completion_tokens: int, engine_seconds: float, added_seconds: float) -> None:
+        engine_bucket = bisect_left(_LATENCY_BUCKETS, engine_seconds)
+        added_bucket = bisect_left(_LATENCY_BUCKETS, added_seconds)
+        with self._lock:
+            counts, buckets, sums = self._counts, self._buckets, self._sums
+            counts[0] += 1.0
+            counts[1] += prompt_tokens
+            counts[2] += completion_tokens
+            buckets[0][engine_bucket] += 1.0
+            buckets[1][added_bucket] += 1.0
+            sums[0] += engine_seconds
+            sums[1] += added_seconds
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            counts, buckets, sums = list(self._counts), [list(counted) for counted in self._buckets], list(self._sums)
+        created = self._created if prometheus_metrics._use_created else None
+        for (name, documentation), value in zip(self._COUNTERS, counts, strict=True):
+            counter = CounterMetricFamily(name, documentation, labels=["process"])
+            counter.add_metric([self._process], value, created)
+            yield counter
+        for (name, documentation), counted, total in zip(self._HISTOGRAMS, buckets, sums, strict=True):
+            histogram = HistogramMetricFamily(name, documentation, labels=["process"])
+            histogram.add_metric([self._process], list(zip(self._BOUNDS, accumulate(counted), strict=True)), total)
+            if created is not None:
+                histogram.samples.append(Sample(f"{name}_created", {"process": self._process}, created))
+            yield histogram
 
 
 class ServerMetrics:
@@ -39,13 +107,8 @@ class ServerMetrics:
         self.process = process
         self.registry = CollectorRegistry()
         self.live_sessions = self.gauge("tito_live_sessions", "Sessions currently held")
-        self.turns = self.counter("tito_turns", "Committed turns")
-        self.tokens_in = self.counter("tito_prompt_tokens", "Prompt ids sent to the engine")
-        self.tokens_out = self.counter("tito_completion_tokens", "Ids sampled by the engine")
-        self.engine_seconds = self.histogram("tito_engine_seconds", "Engine call latency")
-        self.added_seconds = self.histogram(
-            "tito_added_seconds", "Latency tito adds to a turn (request to reply, less the engine call)"
-        )
+        self._turns = _TurnSeries(process)
+        self.registry.register(self._turns)
         self.resends = _ByLabel(
             Counter(
                 "tito_resends",
@@ -100,7 +163,7 @@ class ServerMetrics:
     def counter(self, name: str, documentation: str) -> Counter:
         return Counter(name, documentation, ["process"], registry=self.registry).labels(self.process)
 
-    def histogram(self, name: str, documentation: str, buckets: tuple[float, ...] = _LATENCY_BUCKETS) -> Histogram:
+    def histogram(self, name: str, documentation: str, buckets: tuple[float, ...]) -> Histogram:
         metric = Histogram(name, documentation, ["process"], buckets=buckets, registry=self.registry)
         return metric.labels(self.process)
 
@@ -110,11 +173,7 @@ class ServerMetrics:
         """A committed turn (whole-reply or streamed): its ids, engine time and the time tito added; also noted
         for the request's access-log line."""
         note_turn(prompt_tokens, completion_tokens, engine_seconds)
-        self.turns.inc()
-        self.tokens_in.inc(prompt_tokens)
-        self.tokens_out.inc(completion_tokens)
-        self.engine_seconds.observe(engine_seconds)
-        self.added_seconds.observe(total_seconds - engine_seconds)
+        self._turns.observe(prompt_tokens, completion_tokens, engine_seconds, total_seconds - engine_seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

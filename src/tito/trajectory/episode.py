@@ -41,6 +41,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tito.errors import TitoError
 from tito.matching import MatchingPolicy, ResendMatch, matching_policy
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import (
@@ -341,7 +342,15 @@ class Episode:
             if self._forks(stored, messages):
                 opening = ConversationOpening(source="prefix", forked_from=latest, has_tools=bool(tools))
                 return self._open(messages, tools, fingerprint, opening)
-            rewritten = self._rewritten_reply(conversation, stored, messages)
+        plan: TurnPlan | None = None
+        refused: TitoError | None = None
+        try:
+            plan = conversation.trajectory.plan(messages, tools, fingerprint, False)
+        except TitoError as exc:  # unless the request rewrote a reply (below): its own conversation, no error
+            refused = exc
+        if plan is None or plan.replaces is not None:
+            # it left the stored messages (a plan that extends them replaces nothing: they are compared once, there)
+            rewritten = self._rewritten_reply(conversation, messages)
             if rewritten is not None:
                 node_id, found = rewritten
                 opening = ConversationOpening(
@@ -352,7 +361,9 @@ class Episode:
                 )
                 plan = self._open(messages, tools, fingerprint, opening)
                 return with_changes(plan, resend=found, branched=True)
-        plan = conversation.trajectory.plan(messages, tools, fingerprint, False)
+        if plan is None:
+            assert refused is not None
+            raise refused
         return with_changes(plan, conversation=conversation.conversation_id)
 
     def _forks(self, stored: Sequence[Message], messages: Sequence[Message]) -> bool:
@@ -367,11 +378,12 @@ class Episode:
         return self.matcher.match_prefix(stored[:last], messages[:last], ResendMatch()) is None
 
     def _rewritten_reply(
-        self, conversation: Conversation, stored: Sequence[Message], messages: Sequence[Message]
+        self, conversation: Conversation, messages: Sequence[Message]
     ) -> tuple[int, ResendMatch] | None:
-        """Under `harness`, in a linear conversation: where the request resends a stored assistant reply as another
-        assistant message that no rule matches (smolagents' `ToolCallingAgent` resends its tool calls as "Calling
-        tools:" text), the node holding that reply and how the messages before it matched; None otherwise.
+        """Under `harness`, in a linear conversation the request left (its plan replaces the head, or is refused):
+        where the request resends a stored assistant reply as another assistant message that no rule matches
+        (smolagents' `ToolCallingAgent` resends its tool calls as "Calling tools:" text), the node holding that reply
+        and how the messages before it matched; None otherwise.
 
         A linear conversation cannot hold that history beside its own without dropping a sampled turn, so the
         request opens a conversation of its own that `continues` this one, `forked_from` that node: a branch that
@@ -379,8 +391,7 @@ class Episode:
         trajectory = conversation.trajectory
         if self.matcher.name != "harness" or not isinstance(trajectory, LinearTrajectory):
             return None
-        if len(messages) >= len(stored) and list(messages[: len(stored)]) == list(stored):
-            return None
+        stored = trajectory.messages()
         found = ResendMatch()
         difference = self.matcher.match_prefix(stored, messages, found)
         index = len(stored) if difference is None else difference[0]

@@ -6,7 +6,8 @@ The head path's messages and nodes (references) are kept beside the node store s
 history; its ids are not: they are joined from the nodes' own arrays (references kept in order) when a turn needs
 them, so each id is stored once.
 
-Imports nothing from tito but errors, matching, trajectory.base, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, matching, trajectory.base, trajectory.events, trajectory.nodes and
+trajectory.shared_values.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tito.trajectory.nodes import (
     joined_ids,
     path_parts,
 )
+from tito.trajectory.shared_values import SHARED
 
 T = TypeVar("T")
 
@@ -64,6 +66,10 @@ class LinearTrajectory:
         them in one copy; never a second copy of the ids."""
         self._turn_starts: list[int] = []
         """Per node on the path: the index of its first request message."""
+        self._resent: list[Message] = []
+        """Messages requests resent, each equal (`==`) to the stored message at its index (a prefix of them): a
+        request that resends those very objects again (the resent-prefix reader reuses them turn to turn; a resent
+        reply is never the object stored) is compared there by identity, not deeply."""
 
     @property
     def head(self) -> int | None:
@@ -112,6 +118,8 @@ class LinearTrajectory:
         if not tools and first and self.matcher.name == "harness":
             found.rules.add("tools_omitted")
             return
+        if tools and SHARED.held_tuple(tools) is first:
+            return  # the held tools the first turn stored: equal, found without comparing them
         if list(tools or ()) != list(first or ()):
             names = ", ".join(str((tool.get("function") or {}).get("name")) for tool in (first or ())) or "none"
             raise ToolsChangedError(
@@ -122,10 +130,19 @@ class LinearTrajectory:
     def _first_difference(self, stored: Sequence[Message], sent: Sequence[Message], found: ResendMatch) -> int | None:
         """The first stored message the request does not resend (under the session's matcher, recording into
         `found` what it needed); None when it extends them all."""
-        if len(sent) >= len(stored) and list(sent[: len(stored)]) == stored:
+        if len(sent) >= len(stored) and self._resends_all(stored, sent):
             return None
         difference = self.matcher.match_prefix(stored, sent, found)
         return None if difference is None else difference[0]
+
+    def _resends_all(self, stored: Sequence[Message], sent: Sequence[Message]) -> bool:
+        """Whether `sent` begins with messages equal to all the stored ones: where it repeats `_resent`, equal to
+        them as those are (`==` is transitive on JSON values), beyond it compared, then known for the next turn."""
+        known = len(self._resent)
+        if list(sent[:known]) != self._resent or list(sent[known : len(stored)]) != stored[known:]:
+            return False
+        self._resent.extend(sent[known : len(stored)])
+        return True
 
     def _refuse_deep_divergence(self, stored: Sequence[Message], sent: Sequence[Message], index: int) -> NoReturn:
         turns_after = sum(start > index for start in self._turn_starts) + 1
@@ -172,6 +189,7 @@ class LinearTrajectory:
                 )
             self.store.remove_subtree(head)
             del self._messages[self._turn_starts.pop() :]
+            del self._resent[len(self._messages) :]
             self._path.pop()
             self._parts = path_parts(self._path)
         node = self.store.add(event)

@@ -18,6 +18,7 @@ Imports nothing from tito but trajectory.episode.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,9 +94,20 @@ def _claude_code(headers: Mapping[str, str], messages: Sequence[Mapping[str, Any
             parent_key=None if parent is None else f"claude-code:{parent}",
         )
     first = messages[0] if messages else {}
-    if first.get("role") == "system" and "cc_is_subagent=true" in str(first.get("content") or ""):
-        return Lineage(source="claude-code", kind="subagent")
-    return None
+    if first.get("role") != "system":
+        return None
+    content = first.get("content")
+    text_marks = _marks_subagent if isinstance(content, str) else _has_subagent_mark
+    return Lineage(source="claude-code", kind="subagent") if text_marks(str(content or "")) else None
+
+
+def _has_subagent_mark(text: str) -> bool:
+    return "cc_is_subagent=true" in text
+
+
+_marks_subagent = functools.lru_cache(maxsize=1)(_has_subagent_mark)
+"""The same for a system text seen last: a resent request's is the very string of the previous one (its body's
+reader reuses it; its hash is kept in it), so a turn does not search an agent's ~100 KB system prompt again."""
 
 
 def _string(value: Any) -> str | None:

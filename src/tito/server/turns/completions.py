@@ -7,13 +7,14 @@ in every dialect (server.dialects runs these same steps on the chat request it t
 parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
 Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.episode,
-trajectory.events, trajectory.linear, server.errors, server.models, server.sessions, server.state,
-server.turns.
+trajectory.events, trajectory.linear, trajectory.shared_values, server.errors, server.models, server.sessions,
+server.state, server.turns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import operator
 import secrets
 import time
 from array import array
@@ -43,6 +44,7 @@ from tito.trajectory.base import TurnPlan
 from tito.trajectory.episode import Lineage
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.linear import ToolsChangedError
+from tito.trajectory.shared_values import SHARED
 
 
 @dataclass(frozen=True)
@@ -347,6 +349,8 @@ def _invalid_calls(result: ParseResult) -> list[dict[str, Any]]:
 
 _SAMPLING_FIELDS = tuple(f.name for f in fields(SamplingParams))
 """What a turn records of its sampling, in field order: read once, not by `dataclasses.fields` on every turn."""
+_sampling_values = operator.attrgetter(*_SAMPLING_FIELDS)
+"""A `SamplingParams`' values in that order, read in one C call."""
 
 
 def build_turn(
@@ -365,7 +369,10 @@ def build_turn(
         "engine_finish": generation.finish.kind.value,
         "weight_versions": list(generation.weight_versions),
         "timings": {"engine": generation.timings.total, "first_token": generation.timings.first_token},
-        "sampling": {name: _json_value(getattr(sampling, name)) for name in _SAMPLING_FIELDS},
+        "sampling": {
+            name: list(value) if isinstance(value, tuple) else value  # as JSON reads them back
+            for name, value in zip(_SAMPLING_FIELDS, _sampling_values(sampling), strict=True)
+        },
         "chat_template_kwargs": dict(prepared.tito_tokenizer.template_kwargs),
         "invalid_tool_calls": _invalid_calls(result),
         "requested_at": prepared.requested_at,
@@ -378,7 +385,7 @@ def build_turn(
         parent_id=plan.parent_id,
         kept_parent_ids=prepared.kept_parent_ids,
         request_messages=tuple(plan.appended),
-        tools=tuple(prepared.request.tools) if prepared.request.tools is not None else None,
+        tools=None if prepared.request.tools is None else SHARED.held_tuple(prepared.request.tools),
         prompt_ids=prepared.prompt_ids[prepared.kept_parent_ids :],
         output_ids=generation.output_ids,
         output_logprobs=generation.output_logprobs,
@@ -389,10 +396,6 @@ def build_turn(
         metadata=metadata,
         at=time.time(),
     )
-
-
-def _json_value(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def reply_body(turn: TurnCommitted, model: str, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
