@@ -204,14 +204,17 @@ class IncrementalParser:
 
     def _extend_body(self, text: str, deltas: list[Delta]) -> None:
         fmt = self.format
-        self._body += text
+        # The local holds the body's only reference while `+=` runs, so CPython grows it in place: `self._body +=`
+        # copied the whole body per chunk (quadratic in a long streamed reply).
+        body, self._body = self._body, ""
+        body += text
+        self._body = body
         if not self._body_has_calls and not fmt.has_calls(text):
             self._stream_content(text, deltas)
             return
         if self._body_has_calls and not fmt.may_decide(self._body, len(text)):
             return  # text inside a call, or content after calls: decided, and emitted, at the next tag or marker
         self._body_has_calls = True
-        body = self._body
         view = body[: len(body) - held_prefix_length(body, fmt.openers)]
         parsed = fmt.parse(view, self.tools)
         self._parsed = (view, parsed)
