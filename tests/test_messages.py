@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import array
 from typing import Any
 
 import pytest
 
 from tito.errors import MessageError
 from tito.families.base import ToolArguments
-from tito.messages import check_tool_call_ids, normalize_messages
+from tito.messages import check_tool_call_ids, is_item_sequence, normalize_messages
 
 
 def test_text_parts_become_one_string_and_input_is_not_mutated() -> None:
@@ -67,3 +68,15 @@ def test_only_the_messages_from_first_new_are_checked_and_a_wrong_one_names_its_
     check_tool_call_ids(messages, first_new=3)  # message 2 was checked when it was new
     with pytest.raises(MessageError, match=r"message 2.*'call_stale' answers no tool call.*'call_1'"):
         check_tool_call_ids(messages, first_new=2)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        *[([], True), ((1, 2), True), (array.array("i", [1]), True), (range(3), True)],
+        *[("ab", False), (b"ab", False), ({"role": "user"}, False), (None, False), (iter([1]), False)],
+    ],
+)
+def test_a_list_is_any_sequence_but_a_string(value: Any, expected: bool) -> None:
+    """A list is told in C first; what passes is what the Sequence check alone passed."""
+    assert is_item_sequence(value) is expected

@@ -26,7 +26,7 @@ from tito.errors import (
 )
 from tito.families import fixed_families, get_family
 from tito.families.base import RenderContext
-from tito.tokenizer import TitoTokenizer, _is_list
+from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer, load_tokenizer
 
 HISTORY = [
@@ -354,18 +354,6 @@ def test_a_lone_surrogate_names_the_message_and_field(qwen3_tokenizer: LocalToke
     )
     with pytest.raises(MessageError, match=f"message 3: field '{field}': contains a lone surrogate at character 2"):
         tt.tokenize_additional_messages(HISTORY, new)
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        *[([], True), ((1, 2), True), (array.array("i", [1]), True), (range(3), True)],
-        *[("ab", False), (b"ab", False), ({"role": "user"}, False), (None, False), (iter([1]), False)],
-    ],
-)
-def test_a_list_is_any_sequence_but_a_string(value: Any, expected: bool) -> None:
-    """The argument check tells a list in C first; what passes is what the Sequence check alone passed."""
-    assert _is_list(value) is expected
 
 
 @pytest.mark.parametrize(

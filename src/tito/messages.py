@@ -126,9 +126,15 @@ def _check_strings(index: int, path: str, value: Any) -> None:
             _check_strings(index, f"{path}[{position}]", item)
 
 
+def is_item_sequence(value: Any) -> bool:
+    """Whether `value` is a sequence other than a string (a list of messages, of ids): a list told in C before
+    asking the Sequence ABC (~0.3 us, several times a turn)."""
+    return type(value) is list or (isinstance(value, Sequence) and not isinstance(value, str | bytes))
+
+
 def normalize_messages(messages: Sequence[Any], arguments_style: ToolArguments, first_index: int = 0) -> list[Message]:
     """Validate and normalise; `first_index` keeps error indices relative to the whole conversation."""
-    if not isinstance(messages, (list, Sequence)) or isinstance(messages, str | bytes):
+    if not is_item_sequence(messages):
         raise MessageError(first_index, "messages", "must be a list of message objects")
     return [normalize_message(first_index + i, message, arguments_style) for i, message in enumerate(messages)]
 
