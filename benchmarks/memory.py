@@ -187,8 +187,9 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
 def path_join_cost(tokens: int, turns: int) -> tuple[float, float]:
     """Microseconds per turn to get the head path's ids: the old copy of a cached whole-path array against the new
     join of the path's nodes' own arrays (`joined_ids`), best of several rounds."""
+    from tito.path_ids import joined_ids
     from tito.trajectory.events import TurnCommitted
-    from tito.trajectory.nodes import Node, joined_ids, path_parts
+    from tito.trajectory.nodes import Node, path_parts
 
     step = tokens // turns
     nodes = []

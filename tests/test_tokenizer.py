@@ -26,6 +26,7 @@ from tito.errors import (
 )
 from tito.families import fixed_families, get_family
 from tito.families.base import RenderContext
+from tito.path_ids import PathIds
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_loading import LocalTokenizer, build_proxy_tokenizer, load_tokenizer
 
@@ -432,7 +433,9 @@ def test_recorded_ids_merge_and_parse_like_the_checked_calls_without_walking_the
 
     recorded = NoWalk("i", stored)
     merged = tt.merge_recorded_tokens(HISTORY, new, recorded)
-    assert isinstance(merged, array.array) and merged.typecode == "i"  # the engine clients write it from its buffer
+    assert isinstance(merged, memoryview) and merged.format == "i"  # the engine clients write it from its buffer
+    split = PathIds([NoWalk("i", stored[:5]), NoWalk("i", stored[5:])])  # a session's path, as its nodes hold it
+    assert tt.merge_recorded_tokens(HISTORY, new, split) == merged
     assert merged.tolist() == tt.merge_tokens(HISTORY, new, stored)
     assert all(type(token) is int for token in tt.merge_tokens(HISTORY, new, stored))
     with pytest.raises(AssertionError, match="walked"):

@@ -14,7 +14,8 @@ Stored ids must end with a stop token. After one the template never writes (Qwen
 follows as prompt ids. A request must append at least one message: resending exactly the stored conversation is
 an AppendOnlyError in every family, never a silent new generation prompt after the stored assistant.
 
-Imports from tito: content_tokens, errors, families, matching, messages, parsing, rendering, tokenizer_protocol.
+Imports from tito: content_tokens, errors, families, matching, messages, parsing, path_ids, prompt_buffers, rendering,
+tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from tito.families.registry import get_family
 from tito.matching import MessageMatcher, appended_messages, strict_message_matches
 from tito.messages import Message, check_tools, is_item_sequence, normalize_messages
 from tito.parsing import IncrementalParser, ParseResult, build_completion_parser
+from tito.path_ids import PathIds
+from tito.prompt_buffers import PromptBuffers
 from tito.rendering import compile_template, template_kwargs_read, template_renderer
 from tito.tokenizer_protocol import Tokenizer
 
@@ -111,6 +114,7 @@ class TitoTokenizer:
         allowed_append_roles: Sequence[str] | None = None,
         matcher: MessageMatcher = strict_message_matches,
         content_special_tokens: ContentSpecialTokens = None,
+        prompt_buffers: PromptBuffers | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.content_modes = resolve_content_modes(content_special_tokens)
@@ -142,6 +146,8 @@ class TitoTokenizer:
         self._opener_ids = {token: self._atomic_id(token) for token in family.turn_openers}
         self._parser = build_completion_parser(family, tokenizer)
         self._content = ContentTokenizer(tokenizer, self.content_modes, (*family.special_tokens, *family.stop_tokens))
+        self.prompt_buffers = PromptBuffers() if prompt_buffers is None else prompt_buffers
+        """Where `merge_recorded_tokens` writes prompts (a server's tokenizers share one)."""
         self._stub_context_text = ""
         if family.context is not RenderContext.FULL_HISTORY:  # the probe already placed a default template's junction
             self._stub_context_text = self._render(_STUB_CONTEXT, None, False)
@@ -360,26 +366,25 @@ class TitoTokenizer:
         new_messages: Sequence[Any],
         stored_ids: Sequence[int],
         tools: Tools = None,
-    ) -> array.array[int]:
+    ) -> memoryview:
         """`merge_tokens` for stored ids a session recorded itself (prompts this tokenizer built, sampled ids
         `parse_built_completion` checked): the same prompt, without walking every stored id again each turn.
 
-        An `array('i')`: a session's stored ids are one already, so the kept ones are copied as one block, never
-        as a Python int per id (~0.3 ms made and freed again per turn at 32k ids), and an engine client writes
-        the array's JSON straight from its buffer (`tito.engines.id_json`)."""
+        A read-only int32 `memoryview` written into one of `prompt_buffers` (`tito.prompt_buffers`): the kept
+        stored ids are written as blocks, never as a Python int per id, straight from a path's parts
+        (`tito.path_ids.PathIds`: the history is not joined first), into memory an earlier prompt used; an engine
+        client writes its JSON straight from the buffer (`tito.engines.id_json`). Holding it keeps its buffer from
+        reuse: copy what outlives the turn."""
         additional = self.tokenize_additional_messages(old_messages, new_messages, tools)
         if not old_messages:
             if stored_ids:
                 raise JunctionError(
                     self.family.name, "stored ids without stored messages: send the conversation they belong to"
                 )
-            return _id_array(additional)
+            return self.prompt_buffers.write((_packed_ids(additional),))
         count = self.kept_stored_ids(stored_ids)
-        tail = _id_array([*self._closing(stored_ids), *additional])
-        if not (isinstance(stored_ids, array.array) and stored_ids.typecode == "i"):
-            return array.array("i", stored_ids[:count]) + tail  # plain ints from any sequence (numpy ids, say)
-        # one exact allocation and two block copies (`extend` from a list inserted the appended ids one by one)
-        return (stored_ids if count == len(stored_ids) else stored_ids[:count]) + tail
+        tail = _packed_ids([*self._closing(stored_ids), *additional])
+        return self.prompt_buffers.write((*_kept_parts(stored_ids, count), tail))
 
     def kept_stored_ids(self, stored_ids: Sequence[int]) -> int:
         """How many of `stored_ids` the next prompt keeps verbatim; raises JunctionError when they cannot be
@@ -425,12 +430,20 @@ class TitoTokenizer:
                 raise TokenIdError(argument, position, value, size)
 
 
-def _id_array(ids: list[int]) -> array.array[int]:
-    """`array('i', ids)` at half the cost: `array` converts each int through a generic argument parser (~17 ns an
-    id), `struct` packs them natively (ids are token ids, inside the vocabulary, so they fit an `int`)."""
-    packed = array.array("i")
-    packed.frombytes(struct.pack(f"{len(ids)}i", *ids))
-    return packed
+def _packed_ids(ids: list[int]) -> bytes:
+    """The ids as int32 bytes, packed natively (`array('i', ids)` converts each int through a generic argument parser,
+    ~17 ns an id); token ids are inside the vocabulary, so they fit an `int`."""
+    return struct.pack(f"{len(ids)}i", *ids)
+
+
+def _kept_parts(stored_ids: Sequence[int], count: int) -> tuple[array.array[int] | memoryview, ...]:
+    """The first `count` stored ids as int32 buffers: a path's own parts, a view of an `array('i')`, else a copy of
+    plain ints from any sequence (numpy ids, say)."""
+    if isinstance(stored_ids, PathIds):
+        return stored_ids.head_parts(count)
+    if isinstance(stored_ids, array.array) and stored_ids.typecode == "i":
+        return (memoryview(stored_ids)[:count],)
+    return (array.array("i", stored_ids[:count]),)
 
 
 def _template_source(tokenizer: Tokenizer, family: Family) -> str | None:

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from tito.engines.id_json import PromptJson, PromptText, body_json, ids_json
+from tito.prompt_buffers import PromptBuffers
 
 IDS = [0, 1, 198, 151643, 151645, 2**31 - 1]
 
@@ -62,6 +63,19 @@ def test_one_id_array_grown_in_place_turn_after_turn_is_extended_and_stays_resiz
     assert prompts.extended == 2
     prompts.forget("s")
     assert prompts.held_bytes == 0
+
+
+def test_prompts_written_over_one_buffer_are_extended_and_leave_it_free() -> None:
+    """A server's prompts are int32 views of buffers later prompts write over (`tito.prompt_buffers`): each is
+    written byte for byte, extended from the one before, and nothing keeps a view (the next write reuses it)."""
+    prompts, buffers = PromptJson(), PromptBuffers()
+    ids = array("i", [151644, 8948, 198])
+    for step in range(4):
+        ids.extend([20 + step, 151645])
+        prompt = buffers.write((ids,))
+        assert written(ids_json(prompt)) == written(prompts.ids_json(prompt, "s")) == orjson.dumps(ids.tolist())
+        del prompt
+    assert prompts.extended == 3 and buffers.reused == 3
 
 
 def test_a_prompt_that_does_not_start_with_an_earlier_one_is_written_whole() -> None:

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tito.families import get_family
+from tito.path_ids import PathIds
 from tito.rendering import render_template
 from tito.tokenizer import get_tito_tokenizer
 
@@ -245,6 +246,9 @@ def test_merge_tokens_equals_the_full_render_whatever_stop_token_was_sampled(thi
         assert merged[:kept] == stored[:kept]
         recorded = tt.merge_recorded_tokens(history, history + appended, array.array("i", stored), TOOLS)
         assert recorded.tolist() == full, roles  # a session's own ids (an array) drop the stop as a list does
+        path = PathIds([array.array("i", stored[:-2]), array.array("i", stored[-2:-1]), array.array("i", [stop_id])])
+        in_parts = tt.merge_recorded_tokens(history, history + appended, path, TOOLS)
+        assert in_parts.tolist() == full, roles  # a path's parts (the stop alone in the last) drop it alike
 
 
 def test_keeping_the_sampled_stop_token_would_duplicate_the_opener() -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 from array import array
 
+from tito.path_ids import IdParts, joined_ids
 from tito.trajectory.events import SessionConfig, TrajectoryKind, TurnCommitted
-from tito.trajectory.nodes import IdParts, Node, extend_parts, joined_ids, path_parts
+from tito.trajectory.nodes import Node, extend_parts, path_parts
 from tito.trajectory.tree import TreeTrajectory
 
 from .turns import assistant, turn, user

@@ -1,9 +1,9 @@
 """Token ids as a JSON array for an engine request body, written from the ids' buffer, extended rather than rewritten.
 
-A session's prompt is an `array('i')` of up to hundreds of thousands of ids, sent whole every turn. `list(ids)` and
-`orjson.dumps` made a Python int per id and freed it again: ~0.5 ms per turn at 32k ids, on the server's one
-event-loop thread. numpy views the array's buffer without copying and orjson writes the view's JSON directly; the
-body carries the result as an `orjson.Fragment`, so the engine's JSON is byte for byte what the list gave.
+A session's prompt is an int32 buffer (`tito.prompt_buffers`) of up to hundreds of thousands of ids, sent whole
+every turn. `list(ids)` and `orjson.dumps` made a Python int per id and freed it again: ~0.5 ms per turn at 32k ids,
+on the server's one event-loop thread. numpy views the buffer without copying and orjson writes the view's JSON
+directly; the body carries the result as an `orjson.Fragment`, so the engine's JSON is byte for byte what the list gave.
 
 Writing the whole array was still work that grows with the history (0.08 ms at 7k ids, 0.18 ms at 33k: issue 34),
 though a turn's prompt is the previous prompt plus the reply and the appended ids. `PromptJson` keeps, per routing
@@ -24,7 +24,7 @@ from __future__ import annotations
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy
 import orjson
@@ -46,6 +46,8 @@ def ids_json(ids: Sequence[int]) -> orjson.Fragment:
 def _dumps(ids: Sequence[int]) -> bytes:
     if isinstance(ids, array) and ids.typecode in _INT_TYPECODES:
         values: object = numpy.frombuffer(ids, dtype=ids.typecode)
+    elif isinstance(ids, memoryview) and ids.format in _INT_TYPECODES:
+        values = numpy.frombuffer(ids, dtype=ids.format)
     else:
         values = ids if isinstance(ids, list) else list(ids)
     return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -114,9 +116,9 @@ class PromptJson:
 
     def ids_json(self, ids: Sequence[int], key: str | None) -> orjson.Fragment | PromptText:
         """`ids` as a JSON array (for `body_json`), byte for byte `ids_json(ids)`; extended from one of `key`'s
-        earlier prompts when `ids` starts with it. Without a key, or for ids that are not an `array('i')`, written
+        earlier prompts when `ids` starts with it. Without a key, or for ids that are not int32 (`_is_int32`), written
         whole and not kept."""
-        if key is None or not isinstance(ids, array) or ids.typecode != "i":
+        if key is None or not _is_int32(ids):
             return ids_json(ids)
         prompts = self._latest.pop(key, [])
         with memoryview(ids) as view, view.cast("B") as raw:
@@ -148,6 +150,11 @@ class PromptJson:
     def forget(self, key: str) -> None:
         """Drop `key`'s prompts (its session ended)."""
         self._bytes -= sum(len(known) + known_text.size for known, known_text in self._latest.pop(key, ()))
+
+
+def _is_int32(ids: Sequence[int]) -> TypeGuard[array[int] | memoryview]:
+    """An `array('i')` or an int32 view (a prompt from `tito.prompt_buffers`)."""
+    return (isinstance(ids, array) and ids.typecode == "i") or (isinstance(ids, memoryview) and ids.format == "i")
 
 
 def prompt_json(ids: Sequence[int], key: str | None, prompts: PromptJson | None) -> orjson.Fragment | PromptText:

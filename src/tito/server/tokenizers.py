@@ -3,7 +3,7 @@
 Per-request `chat_template_kwargs` merge over the session's and the launch kwargs; the library checks them
 (an unknown kwarg, one the family's template never reads, or a contradicted pinned kwarg: ConfigurationError, 400).
 
-Imports from tito: content_tokens, families, tokenizer, tokenizer_protocol.
+Imports from tito: content_tokens, families, prompt_buffers, tokenizer, tokenizer_protocol.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from tito.content_tokens import ContentSpecialTokens
 from tito.families.base import Family
 from tito.families.registry import get_family
+from tito.prompt_buffers import PromptBuffers
 from tito.tokenizer import TitoTokenizer
 from tito.tokenizer_protocol import Tokenizer
 
@@ -40,6 +41,8 @@ class TokenizerPool:
         self.allowed_append_roles = tuple(allowed_append_roles) if allowed_append_roles is not None else None
         self._family = family
         self._pool: OrderedDict[str, TitoTokenizer] = OrderedDict()
+        self.prompt_buffers = PromptBuffers()
+        """The buffers every tokenizer of the pool writes prompts into (`tito.prompt_buffers`): one bound per server."""
         self.default = self.get()
 
     @property
@@ -68,6 +71,7 @@ class TokenizerPool:
                 kwargs,
                 roles,
                 content_special_tokens=self.content_special_tokens,
+                prompt_buffers=self.prompt_buffers,
             )
             self._pool[key] = found
             while len(self._pool) > self.capacity:

@@ -4,7 +4,7 @@ A turn is planned (where does the request attach, what does it append; no mutati
 with no lock held, and then the turn is committed by applying a `TurnCommitted` event, after `check` confirms
 under the session lock that the plan still holds (linear: nobody else committed meanwhile).
 
-Imports nothing from tito but errors, matching, trajectory.events and trajectory.nodes.
+Imports nothing from tito but errors, matching, path_ids, trajectory.events and trajectory.nodes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from tito.matching import ResendMatch
+from tito.path_ids import PathIds
 from tito.trajectory.events import ConversationOpening, Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import Node, PathSequence
 
@@ -29,8 +30,8 @@ class TurnPlan:
     """The node the request extends; None: it starts a new root (first turn, or a new opening in a tree)."""
     stored_messages: Sequence[Message]
     """The parent path's messages (what the request must resend unchanged)."""
-    stored_ids: array[int]
-    """The parent path's ids (prompt + sampled), verbatim."""
+    stored_ids: PathIds
+    """The parent path's ids (prompt + sampled), verbatim, as the nodes' arrays that hold them."""
     new_messages: Sequence[Message]
     """The stored messages verbatim, then `appended` (merge_tokens takes old and new lists): what the agent dropped
     or reformatted in its resend never reaches the render."""

@@ -3,10 +3,10 @@
 Everything derives from the `TurnCommitted` events: a turn whose parent is the head's parent is a one-step
 retry (the head leaves the path), so replaying the events rebuilds the same path with no rollback event.
 The head path's messages and nodes (references) are kept beside the node store so a turn never re-walks the
-history; its ids are not: they are joined from the nodes' own arrays (references kept in order) when a turn needs
-them, so each id is stored once.
+history; its ids are not: a turn gets the nodes' own arrays (references kept in order, `tito.path_ids.PathIds`), so
+each id is stored once and written once more per turn, into the prompt.
 
-Imports nothing from tito but errors, matching, trajectory.base, trajectory.events, trajectory.nodes and
+Imports nothing from tito but errors, matching, path_ids, trajectory.base, trajectory.events, trajectory.nodes and
 trajectory.shared_values.
 """
 
@@ -18,16 +18,15 @@ from typing import Any, NoReturn, TypeVar
 
 from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MatchingPolicy, ResendMatch, appended_messages, matching_policy
+from tito.path_ids import IdParts, PathIds, joined_ids
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import (
-    IdParts,
     Node,
     NodeStore,
     PathSequence,
     TrajectoryIntegrityError,
     extend_parts,
-    joined_ids,
     path_parts,
 )
 from tito.trajectory.shared_values import SHARED
@@ -62,8 +61,8 @@ class LinearTrajectory:
         self._path: list[Node] = []
         """The head path's nodes, root first (references)."""
         self._parts: IdParts = []
-        """The head path's ids as its nodes' arrays (references, `tito.trajectory.nodes.path_parts`): a turn joins
-        them in one copy; never a second copy of the ids."""
+        """The head path's ids as its nodes' arrays (references, `tito.trajectory.nodes.path_parts`): a turn's plan
+        hands them over as they are; never a second copy of the ids."""
         self._turn_starts: list[int] = []
         """Per node on the path: the index of its first request message."""
         self._resent: list[Message] = []
@@ -80,10 +79,10 @@ class LinearTrajectory:
     ) -> TurnPlan:
         head = self._head
         if head is None:
-            return TurnPlan(None, (), array("i"), messages, messages, self.version)
+            return TurnPlan(None, (), PathIds(), messages, messages, self.version)
         head_turn = self.store.get(head).turn
         if is_retry and head_turn.request_fingerprint == fingerprint:
-            return TurnPlan(head_turn.parent_id, (), array("i"), messages, (), self.version, None, head_turn)
+            return TurnPlan(head_turn.parent_id, (), PathIds(), messages, (), self.version, None, head_turn)
         stored = self._messages
         found = ResendMatch()
         diverged = self._first_difference(stored, messages, found)
@@ -92,9 +91,8 @@ class LinearTrajectory:
             if head_turn.finish_reason == "length":
                 raise TruncatedTurnError(head, head_turn.response_id)
             appended = found.restore_call_ids(messages[len(stored) :])
-            return TurnPlan(
-                head, tuple(stored), joined_ids(self._parts), [*stored, *appended], appended, self.version, resend=found
-            )
+            stored_ids = PathIds(self._parts, self._path[-1].path_length)
+            return TurnPlan(head, tuple(stored), stored_ids, [*stored, *appended], appended, self.version, resend=found)
         head_start = self._turn_starts[-1]
         if diverged < head_start:
             self._refuse_deep_divergence(stored, messages, diverged)
@@ -103,7 +101,7 @@ class LinearTrajectory:
         parent = head_turn.parent_id
         if parent is not None:
             self._check_tools(tools, found)
-        parent_ids = joined_ids(path_parts(self._path[:-1]))
+        parent_ids = PathIds() if parent is None else PathIds(path_parts(self._path[:-1]), self._path[-2].path_length)
         kept, appended = stored[:head_start], found.restore_call_ids(messages[head_start:])
         return TurnPlan(
             parent, kept, parent_ids, [*kept, *appended], appended, self.version, replaces=head, resend=found,

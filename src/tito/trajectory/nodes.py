@@ -4,7 +4,7 @@ A node holds only what its turn added (its `TurnCommitted`): the prompt ids beyo
 the sampled ids. A path's ids are assembled by walking from the root, so branches share their prefix and
 nothing is copied per turn (no quadratic memory). Linear sessions are the special case that keeps one path.
 
-Imports nothing from tito but errors and trajectory.events.
+Imports nothing from tito but errors, path_ids and trajectory.events.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
 
 from tito.errors import TitoError
+from tito.path_ids import IdParts, PathIds
 from tito.trajectory.events import Message, TurnCommitted
 
 
@@ -64,11 +64,6 @@ class PathSequence:
     """One per node on the path, root first; a span shortened by a later junction keeps its shorter extent."""
 
 
-IdParts: TypeAlias = "list[array[int]]"
-"""A path's ids as the arrays that hold them, in order: each node's own prompt and sampled arrays (references, not
-copies), or a copy of the part a later junction kept of one (a few sampled ids). Joined in one allocation."""
-
-
 def path_parts(path: Sequence[Node]) -> IdParts:
     """The parts of a path's ids (its nodes, root first): each node's own ids after those it keeps of its parent's,
     found walking back from the tip (a later junction may drop trailing ids of earlier nodes)."""
@@ -98,14 +93,6 @@ def extend_parts(parts: IdParts, length: int, node: Node) -> None:
         drop -= len(last)
     parts.append(node.turn.prompt_ids)
     parts.append(node.turn.output_ids)
-
-
-def joined_ids(parts: IdParts) -> array[int]:
-    """A new array of the parts' ids: one join and one copy into the array, whatever the number of parts (an
-    `extend` per part grew the array by 1/16 each time: 0.2-0.5 ms at 32k ids over 40-300 turns)."""
-    ids: array[int] = array("i")
-    ids.frombytes(b"".join(parts))
-    return ids
 
 
 class NodeStore:
@@ -212,7 +199,11 @@ class NodeStore:
 
     def path_ids(self, node_id: int) -> array[int]:
         """The node's ids: its full prompt, then its sampled ids."""
-        return joined_ids(path_parts(self.path(node_id)))
+        return self.stored_ids(node_id).joined()
+
+    def stored_ids(self, node_id: int) -> PathIds:
+        """The node's ids as the parts that hold them, not joined: what a turn below it builds its prompt on."""
+        return PathIds(path_parts(self.path(node_id)), self.get(node_id).path_length)
 
     def path_sequence(self, node_id: int) -> PathSequence:
         """The path's ids, loss mask, logprobs and per-node sampled spans: what a sample is assembled from."""

@@ -8,7 +8,7 @@ assistant has the request's match key (the session's matching policy's) at the r
 compared one by one), and only they are compared; a request costs about one comparison per message on its path,
 whatever the tree's size or fan-out.
 
-Imports nothing from tito but errors, matching and trajectory.
+Imports nothing from tito but errors, matching, path_ids and trajectory.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from tito.errors import AppendOnlyError, TitoError, TruncatedTurnError
 from tito.matching import MatchingPolicy, ResendMatch, match_resend, matching_policy
+from tito.path_ids import PathIds
 from tito.trajectory.base import TurnPlan
 from tito.trajectory.events import Message, SessionConfig, TurnCommitted
 from tito.trajectory.nodes import NodeStore, PathSequence
@@ -120,7 +121,7 @@ class TreeTrajectory:
         return TurnPlan(
             parent_id=parent_id,
             stored_messages=stored,
-            stored_ids=array("i") if parent_id is None else self.store.path_ids(parent_id),
+            stored_ids=PathIds() if parent_id is None else self.store.stored_ids(parent_id),
             new_messages=[*stored, *appended],
             appended=appended,
             version=self.store.next_node_id,

@@ -6,9 +6,9 @@ reply.
 in every dialect (server.dialects runs these same steps on the chat request it translates its own into), so a
 parser failure, a session deleted mid-turn and the turn's timing behave the same on every path.
 
-Imports from tito: engines.protocol, errors, messages, parsing, tokenizer, trajectory.base, trajectory.episode,
-trajectory.events, trajectory.linear, trajectory.shared_values, server.errors, server.models, server.sessions,
-server.state, server.turns.
+Imports from tito: engines.protocol, errors, messages, parsing, path_ids, tokenizer, trajectory.base,
+trajectory.episode, trajectory.events, trajectory.linear, trajectory.shared_values, server.errors, server.models,
+server.sessions, server.state, server.turns.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import asyncio
 import operator
 import secrets
 import time
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -30,6 +29,7 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
+from tito.path_ids import joined_ids
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
 from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.sessions.lineage import asks_structured_output
@@ -55,7 +55,8 @@ class PreparedTurn:
     request: ChatCompletionRequest
     tito_tokenizer: TitoTokenizer
     plan: TurnPlan
-    prompt_ids: array[int]
+    prompt_ids: memoryview
+    """int32, in a buffer later turns write over once it is dropped (`tito.prompt_buffers`)."""
     kept_parent_ids: int
     """How many of the parent path's ids the prompt keeps (the rest of the prompt is the turn's own)."""
     sampling: SamplingParams
@@ -105,7 +106,8 @@ class TurnPrompt:
 
     tito_tokenizer: TitoTokenizer
     plan: TurnPlan
-    prompt_ids: array[int]
+    prompt_ids: memoryview
+    """int32, in a buffer later turns write over once it is dropped (`tito.prompt_buffers`)."""
     kept_parent_ids: int
 
 
@@ -169,7 +171,7 @@ async def prepare_turn(
 
 def build_prompt_ids(
     tito_tokenizer: TitoTokenizer, plan: TurnPlan, tools: Sequence[Mapping[str, Any]] | None
-) -> tuple[array[int], int]:
+) -> tuple[memoryview, int]:
     """The turn's prompt ids (stored ids + junction + appended ids + generation prompt) and how many stored ids
     it keeps. The role gate and the append-only check run inside merge_tokens."""
     prompt_ids = tito_tokenizer.merge_recorded_tokens(plan.stored_messages, plan.new_messages, plan.stored_ids, tools)
@@ -386,7 +388,7 @@ def build_turn(
         kept_parent_ids=prepared.kept_parent_ids,
         request_messages=tuple(plan.appended),
         tools=None if prepared.request.tools is None else SHARED.held_tuple(prepared.request.tools),
-        prompt_ids=prepared.prompt_ids[prepared.kept_parent_ids :],
+        prompt_ids=joined_ids((prepared.prompt_ids[prepared.kept_parent_ids :],)),  # a copy: the buffer is reused
         output_ids=generation.output_ids,
         output_logprobs=generation.output_logprobs,
         assistant=result.message,
