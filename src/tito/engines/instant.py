@@ -45,21 +45,29 @@ class InstantEngine:
         max_context: int | None = None,
         chunk_size: int = 1,
         token_delay: float = 0.0,
+        record_requests: bool = True,
     ) -> None:
         self._script: ReplyScript = script if callable(script) else _constant(tuple(script))
         self._info = EngineInfo("instant", model, max_context, LogprobSemantics.AFTER_TEMPERATURE, max_top_logprobs=20)
         self._chunk_size = max(1, chunk_size)
         self._token_delay = token_delay
         self._aborted: set[str] = set()
+        self._record_requests = record_requests
         self.requests: list[GenerateRequest] = []
-        """Every request received, in order: tests read what the server sent."""
+        """Every request received, in order, when `record_requests`: tests read what the server sent. Each holds its
+        prompt (and the buffer it was written in, which no later prompt can then reuse: `tito.prompt_buffers`), so
+        a served engine or a measurement keeps none."""
 
     @property
     def info(self) -> EngineInfo:
         return self._info
 
+    def _record(self, request: GenerateRequest) -> None:
+        if self._record_requests:
+            self.requests.append(request)
+
     async def generate(self, request: GenerateRequest) -> Generation:
-        self.requests.append(request)
+        self._record(request)
         ids, finish = self._reply(request)
         if self._token_delay:
             await asyncio.sleep(self._token_delay * len(ids))
@@ -76,7 +84,7 @@ class InstantEngine:
         )
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[GenerationChunk]:
-        self.requests.append(request)
+        self._record(request)
         ids, finish = self._reply(request)
         for start in range(0, len(ids), self._chunk_size):
             if request.request_id in self._aborted:
