@@ -153,10 +153,12 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
     from tito.server.commands.launch import instant_reply_ids
     from tito.tokenizer import get_tito_tokenizer
     from tito.tokenizer_loading import load_tokenizer
+    from turn_growth import Unrecorded
 
     tokenizer = load_tokenizer(FAMILY)
     reply = tuple(instant_reply_ids(get_tito_tokenizer(tokenizer, FAMILY)))
     engine = InstantEngine(lambda request: reply)
+    engine.requests = Unrecorded()  # the scripted engine's own record of every prompt, not tito's
     state = ServerState(tokenizer, engine, ServerOptions(family=FAMILY))
     transport = httpx.ASGITransport(app=create_app(state))
     async with httpx.AsyncClient(transport=transport, base_url="http://tito") as client:
@@ -168,10 +170,12 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
         tracemalloc.start(64)  # deep tracebacks: what was allocated under tito's frames is the server's
         for _ in range(sessions):
             await episode(client, rng, tools, tokens)
-        engine.requests.clear()  # the scripted engine's own record of every prompt, not tito's
         gc.collect()
         server_side = tracemalloc.Filter(True, "*/tito/*", all_frames=True)  # not the client's own caches
-        held = sum(trace.size for trace in tracemalloc.take_snapshot().filter_traces([server_side]).traces)
+        snapshot = tracemalloc.take_snapshot().filter_traces([server_side])
+        held = sum(trace.size for trace in snapshot.traces)
+        pool = tracemalloc.Filter(True, "*/tito/prompt_buffers.py", all_frames=True)
+        buffers = sum(trace.size for trace in snapshot.filter_traces([pool]).traces)
         tracemalloc.stop()
     stored = turns = id_bytes = text_bytes = 0
     for session in state.registry:
@@ -181,7 +185,8 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
         id_bytes += array_bytes(session.trajectory, set())
         texts = {id(m["content"]): m["content"] for n in nodes for m in (*n.turn.request_messages, n.turn.assistant)}
         text_bytes += sum(sys.getsizeof(content) for content in texts.values() if isinstance(content, str))
-    return {"tokens": stored, "turns": turns, "held": held, "arrays": id_bytes, "text": text_bytes}
+    return {"tokens": stored, "turns": turns, "held": held - buffers, "arrays": id_bytes, "text": text_bytes,
+            "buffers": buffers}  # fmt: skip
 
 
 def path_join_cost(tokens: int, turns: int) -> tuple[float, float]:
@@ -269,16 +274,18 @@ def main() -> int:
         trees = {f"old ({args.old})": extract(args.old, Path(scratch)), "new": ROOT / "src"}
         print(f"family {FAMILY}; {args.sessions} sessions per size; bytes per stored token: B/token = everything the "
               f"sessions hold (tracemalloc) = text (the messages' strings) + rest (tito's own storage); arrays = the "
-              f"id/logprob arrays (part of rest); goal: rest <= {GOAL_BYTES_PER_TOKEN:.0f}")  # fmt: skip
+              f"id/logprob arrays (part of rest); goal: rest <= {GOAL_BYTES_PER_TOKEN:.0f}; buffers = the server's "
+              f"prompt buffers, a bounded cache of the process, not counted (tito.prompt_buffers)")  # fmt: skip
         print(f"{'tokens':>7} {'code':>16} {'turns':>6} {'stored':>8} {'B/token':>8} {'text':>6} {'rest':>6} "
-              f"{'arrays':>7}")  # fmt: skip
+              f"{'arrays':>7} {'buffers KiB':>12}")  # fmt: skip
         for tokens in args.tokens:
             for name, src in trees.items():
                 result = run_child(src, tokens, args.sessions)
                 per_token = result["held"] / result["tokens"]
                 text, rest = result["text"] / result["tokens"], per_token - result["text"] / result["tokens"]
                 print(f"{tokens:7d} {name:>16} {result['turns']:6.0f} {result['tokens']:8.0f} {per_token:8.1f} "
-                      f"{text:6.1f} {rest:6.1f} {result['arrays'] / result['tokens']:7.1f}")  # fmt: skip
+                      f"{text:6.1f} {rest:6.1f} {result['arrays'] / result['tokens']:7.1f} "
+                      f"{result['buffers'] / 1024:12.0f}")  # fmt: skip
                 met = met and (name != "new" or rest <= GOAL_BYTES_PER_TOKEN)
     print("\nhead path ids per turn, us (old: copy the cached whole-path array; new: join the nodes' arrays)")
     print(f"{'tokens':>7} {'turns':>6} {'old copy':>9} {'new join':>9}")

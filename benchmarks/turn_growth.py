@@ -30,6 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAPS = ("fresh", "fragmented")
 
 
+class Unrecorded(list[Any]):
+    """An `instant` engine's record of requests, kept empty in old trees and new alike: a record holds every prompt
+    (and, since `tito.prompt_buffers`, keeps its buffer from reuse)."""
+
+    def append(self, request: Any) -> None:
+        pass
+
+
 def fragment_heap() -> list[bytes]:
     """Of 200,000 allocations made one after the other, most small, every 50th 40 B to 3 MB (seeded), keep every
     third; then 6 MB in 300 KB blocks made and freed. The recipe that gave test_turn_cost's CI failure (1.32) here."""
@@ -57,12 +65,6 @@ def measure(turns: int, fragmented: bool) -> dict[str, Any]:
     from tito.server import ServerOptions, ServerState, create_app
     from tito.server.commands.launch import instant_reply_ids
     from tito.tokenizer import get_tito_tokenizer
-
-    class Unrecorded(list[Any]):
-        """The engine's record of requests, kept empty: a record holds every prompt (both trees alike)."""
-
-        def append(self, request: Any) -> None:
-            pass
 
     tokenizer = builtin_tokenizer_for("qwen3")[0]
     reply = instant_reply_ids(get_tito_tokenizer(tokenizer, "qwen3"))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+import sys
 from array import array
 
 import pytest
 
-from tito.path_ids import PathIds, joined_ids
+from tito.path_ids import PathIds, exact_ids, joined_ids
 
 
 def random_parts(rng: random.Random) -> list[array[int]]:
@@ -40,3 +41,10 @@ def test_path_ids_equal_by_value_whatever_their_parts() -> None:
     assert PathIds([array("i", [1, 2]), array("i", [3])]) == PathIds([array("i", [1]), array("i"), array("i", [2, 3])])
     assert PathIds([array("i", [1, 2])]) != PathIds([array("i", [2, 1])])
     assert PathIds() == array("i") and PathIds() != [1]
+
+
+def test_exact_ids_copy_a_view_into_an_array_of_its_size() -> None:
+    source = array("i", range(1000))
+    copied = exact_ids(memoryview(source)[10:])
+    assert copied == source[10:] and copied.buffer_info()[0] != source.buffer_info()[0]
+    assert sys.getsizeof(copied) == sys.getsizeof(source[10:]), "no spare room kept for good"

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import TypeAlias, overload
 
-__all__ = ["IdParts", "PathIds", "joined_ids"]
+__all__ = ["IdParts", "PathIds", "exact_ids", "joined_ids"]
 
 IdParts: TypeAlias = "list[array[int]]"
 """A path's ids as the arrays that hold them, in order: each node's own prompt and sampled arrays (references, not
@@ -28,6 +28,14 @@ def joined_ids(parts: Sequence[array[int] | memoryview]) -> array[int]:
     ids: array[int] = array("i")
     ids.frombytes(b"".join(parts))
     return ids
+
+
+def exact_ids(ids: memoryview) -> array[int]:
+    """A new `array('i')` of an int32 view's ids, of exactly their size: what a node stores for good (`frombytes`
+    leaves 1/16 spare room; a slice of its result is exact)."""
+    spare: array[int] = array("i")
+    spare.frombytes(ids.cast("B"))
+    return spare[:]
 
 
 class PathIds(Sequence[int]):

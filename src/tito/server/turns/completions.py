@@ -29,7 +29,7 @@ from tito.engines.protocol import EngineInfo, FinishKind, GenerateRequest, Gener
 from tito.errors import AppendOnlyError, EngineResponseError, EngineTimeoutError, TitoError
 from tito.messages import check_tool_call_ids
 from tito.parsing import ParseResult
-from tito.path_ids import joined_ids
+from tito.path_ids import exact_ids
 from tito.server.errors import BadRequestError, SessionGoneError, validation_error
 from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.sessions.lineage import asks_structured_output
@@ -388,7 +388,7 @@ def build_turn(
         kept_parent_ids=prepared.kept_parent_ids,
         request_messages=tuple(plan.appended),
         tools=None if prepared.request.tools is None else SHARED.held_tuple(prepared.request.tools),
-        prompt_ids=joined_ids((prepared.prompt_ids[prepared.kept_parent_ids :],)),  # a copy: the buffer is reused
+        prompt_ids=exact_ids(prepared.prompt_ids[prepared.kept_parent_ids :]),  # a copy: the buffer is reused
         output_ids=generation.output_ids,
         output_logprobs=generation.output_logprobs,
         assistant=result.message,
