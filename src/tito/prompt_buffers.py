@@ -48,10 +48,6 @@ class PromptBuffers:
         self.reused = 0
         """How many prompts were written over an earlier one (the rest took a new buffer)."""
 
-    @property
-    def held_bytes(self) -> int:
-        return self._held
-
     def __len__(self) -> int:
         """How many buffers are kept."""
         return len(self._buffers)
