@@ -134,3 +134,18 @@ def test_a_rewritten_head_reply_continues_and_any_other_refused_resend_is_still_
     deep = [*opening, first.assistant, {"role": "user", "content": "not u1"}, *history[4:]]
     with pytest.raises(AppendOnlyError, match="rolls back at most one generated turn"):
         episode.plan(deep, TOOLS, "fp-y", False)
+
+
+def test_recent_replies_are_the_stored_replies_of_the_last_commits_across_conversations_most_recent_first() -> None:
+    episode = Episode(SessionConfig())
+    assert episode.recent_replies(4) == []
+    main = [{"role": "system", "content": "main"}, {"role": "user", "content": "go"}]
+    first = commit(episode, main, spawn_call("find every TODO in src"))
+    sub = [{"role": "system", "content": "sub-agent"}, {"role": "user", "content": "find every TODO in src"}]
+    second = commit(episode, sub, {"role": "assistant", "content": "3 found"})
+    third = commit(episode, [*main, first.assistant, {"role": "tool", "content": "3", "tool_call_id": "toolu_17"}],
+                   {"role": "assistant", "content": "done"})  # fmt: skip
+    replies = episode.recent_replies(2)
+    assert replies == [third.assistant, second.assistant]
+    assert all(reply is episode.store.get(node).turn.assistant for reply, node in zip(replies, (2, 1), strict=True))
+    assert episode.recent_replies(9) == [third.assistant, second.assistant, first.assistant]

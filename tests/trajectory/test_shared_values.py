@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 from array import array
 from typing import Any
 
 import orjson
+import pytest
 
 from tito.journal.codec import decode_event, encode_event
+from tito.trajectory import shared_values
 from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig, TurnCommitted
 from tito.trajectory.shared_values import SharedValues
@@ -99,3 +102,23 @@ def test_held_tuple_gives_the_held_tools_for_the_same_list_and_follows_its_chang
     assert shared.held_tuple(tools)[1]["function"]["name"] == "view"
     as_float = orjson.loads(orjson.dumps(TOOLS).replace(b'"default":1', b'"default":1.0'))
     assert as_float == list(TOOLS) and shared.held_tuple(as_float) is not held, "equal in Python, not as JSON: apart"
+
+
+def test_held_tuple_keeps_no_reference_to_a_list_of_other_objects_and_finds_a_list_of_held_ones_unencoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request's own tools, equal to the held ones, are not kept alive by the table (a second copy per session);
+    a list of the held objects themselves (what a body reader keeps) is found again without encoding it."""
+    shared = SharedValues()
+    held = shared.held_tuple([dict(tool) for tool in TOOLS])
+    own = [dict(tool) for tool in TOOLS]
+    assert shared.held_tuple(own) is held
+    assert gc.get_referrers(own[0]) == [own], "the table holds no reference to the request's own tools"
+    reused = list(held)
+    assert shared.held_tuple(reused) is held
+
+    def no_encoding(value: Any) -> bytes:
+        raise AssertionError("encoded again")
+
+    monkeypatch.setattr(shared_values.orjson, "dumps", no_encoding)
+    assert shared.held_tuple(reused) is held

@@ -484,6 +484,16 @@ class Episode:
         self._by_fingerprint[event.request_fingerprint] = conversation_id
         self.next_node_id = event.node_id + 1
 
+    def recent_replies(self, count: int) -> list[Message]:
+        """The stored replies of the last `count` commits still stored, the most recent first: what a resent body
+        most likely repeats (the server's body reader keeps these objects, not equal copies of its own)."""
+        replies = []
+        for node_id in range(self.next_node_id - 1, max(self.next_node_id - count, 0) - 1, -1):
+            conversation = self.conversation_of(node_id)
+            if conversation is not None:
+                replies.append(conversation.trajectory.store.get(node_id).turn.assistant)
+        return replies
+
     def path_ids(self, node_id: int) -> array[int]:
         conversation = self.conversation_of(node_id)
         if conversation is None:

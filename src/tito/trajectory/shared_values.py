@@ -39,8 +39,8 @@ class SharedValues:
         self._held_keys: dict[int, tuple[type, bytes]] = {}
         """id of each value held -> its key: a value that is itself held (a turn's tools from `held_tuple`) is
         found without being encoded again."""
-        self._tuples: OrderedDict[int, tuple[tuple[Any, ...], tuple[Any, ...]]] = OrderedDict()
-        """id of a list given to `held_tuple` -> (its items then, the held tuple): a resent request's tools list (the
+        self._tuples: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
+        """id of a list of held items given to `held_tuple` -> the held tuple: a resent request's tools list (the
         same objects every turn) is found without being encoded."""
         self._lock = threading.Lock()
         """Journal replays may run beside the event loop's commits."""
@@ -67,18 +67,20 @@ class SharedValues:
             return self._held(value)
 
     def held_tuple(self, items: Sequence[Any]) -> tuple[Any, ...]:
-        """`value(tuple(items))`; the same items again (a request whose tools a resent body's reader reused, or a
-        plan's check before its commit) give the held tuple without encoding them (~20 us for an agent's tools)."""
+        """`value(tuple(items))`; a list of the held tuple's own items (a request whose tools its body's reader
+        made the held ones) is remembered by its id, so the same list again (the next resent body, the plan's
+        check before the commit) gives the held tuple without encoding them (~20 us for an agent's tools). A list
+        of other items is not remembered: that would keep a second copy of a session's tools alive (issue 34)."""
         with self._lock:
             found = self._tuples.get(id(items))
-            if found is not None and len(found[0]) == len(items) and all(map(operator.is_, found[0], items)):
+            if found is not None and len(found) == len(items) and all(map(operator.is_, found, items)):
                 self._tuples.move_to_end(id(items))
-                return found[1]
-            snapshot = tuple(items)
-            held: tuple[Any, ...] = self._held(snapshot)
-            self._tuples[id(items)] = (snapshot, held)
-            if len(self._tuples) > self._kept:
-                self._tuples.popitem(last=False)
+                return found
+            held: tuple[Any, ...] = self._held(tuple(items))
+            if len(held) == len(items) and all(map(operator.is_, held, items)):
+                self._tuples[id(items)] = held
+                if len(self._tuples) > self._kept:
+                    self._tuples.popitem(last=False)
             return held
 
     def _held(self, value: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -18,6 +19,7 @@ from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.sessions import resent_prefix
 from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.completions import chat_body_reader, parse_chat_request
+from tito.trajectory.shared_values import SHARED
 
 
 def reader() -> ResentPrefix[ChatCompletionRequest]:
@@ -52,7 +54,8 @@ def test_a_growing_conversation_is_read_from_the_previous_bodys_prefix(indent: i
     tools = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]
     messages = turns(12)
     for count in range(1, 12):
-        check(prefix, body(messages[: 2 * count], indent, tools=tools, stream=True), count > 1)
+        read = check(prefix, body(messages[: 2 * count], indent, tools=tools, stream=True), count > 1)
+        assert are_held(read.tools)
 
 
 def test_the_same_body_again_reads_as_before_and_a_changed_field_reads_whole() -> None:
@@ -125,6 +128,7 @@ def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_r
         request = reader.read(json.dumps(asked).encode()).request
         reused = anthropic.chat_request_reusing(request, session, signer, family)
         assert reused.model_dump() == anthropic.chat_request(request, session, signer, family).model_dump()
+        assert are_held(request.tools) and are_held(reused.tools)
         call = {"type": "tool_use", "id": f"call-{turn}", "name": "run", "input": {"cmd": "pytest"}}
         result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
         messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
@@ -145,12 +149,19 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
         reused = responses.chat_request_reusing(request, request_tools, session, signer, family)
         whole = responses.chat_request(request, request_tools, session, signer, family)
         assert reused.model_dump() == whole.model_dump()
+        assert are_held(request.tools) and are_held(reused.tools)
         said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]}
         call = {"type": "function_call", "call_id": f"c{turn}", "name": "run", "arguments": '{"cmd": "pytest"}'}
         output = {"type": "function_call_output", "call_id": f"c{turn}", "output": "1 failed ✓"}
         # a turn's assistant items (text, then a call) are one chat message: a resend that stopped after the text
         # must not reuse a translation cut inside it
         items = [*items, said, call, output] if turn % 2 else [*items, said]
+
+
+def are_held(tools: list[dict[str, Any]] | None) -> bool:
+    """The tools are the process's held objects (a session keeps no copy of its own), found without encoding."""
+    assert tools
+    return SHARED.held_tuple(tools) == tuple(tools) and all(map(operator.is_, SHARED.held_tuple(tools), tools))
 
 
 def test_turns_of_interleaved_conversations_are_each_read_from_their_own_previous_body() -> None:
@@ -293,3 +304,36 @@ def test_random_resends_read_as_whole_reads() -> None:
         from_prefix = read_as_whole(prefix, body(messages, indent, **fields))
         appended_from_prefix += from_prefix and roll < 0.5
     assert appended_from_prefix > 100
+
+
+def test_a_reader_keeps_only_the_last_elements_of_a_previous_body_not_the_body() -> None:
+    """What a session's reader keeps does not grow with the history: the bytes of the last few elements, and
+    digests of the rest (a body whose early bytes or later fields changed is still read whole)."""
+    prefix, messages = reader(), turns(60)
+    tools = [{"type": "function", "function": {"name": "run", "description": "x" * 5000}}]
+    kept = []
+    for count in range(1, 61):
+        sent = body(messages[: 2 * count], tools=tools)
+        check(prefix, sent, count > 1)
+        kept.append(sum(len(last.tail) for last in prefix._lasts))
+    assert max(kept) < 600 < len(sent) / 20
+    early = body([{**messages[0], "content": "Be long."}, *messages[1:121]], tools=tools)
+    assert check(prefix, body(messages[:121], tools=tools), True) and not prefix.read(early).from_prefix
+    check(prefix, body(messages[:122], tools=tools), True)
+    check(prefix, body(messages[:123], tools=[{**tools[0], "type": "custom"}]), False)
+
+
+def test_a_resent_reply_the_session_stores_is_kept_as_the_stored_object() -> None:
+    """The reader keeps the session's own reply where a body resends it as it is (equal as JSON: `1` is not
+    `1.0`), on a whole read and on a read from the prefix alike."""
+    messages = turns(3)
+    stored = [dict(messages[2]), dict(messages[4])]
+    prefix = chat_body_reader(SimpleNamespace(recent_replies=lambda count: stored[:count]))  # type: ignore[arg-type]
+    first = check(prefix, body(messages[:3]), False)
+    assert first.messages[2] is stored[0]
+    later = check(prefix, body(messages[:5]), True)
+    assert later.messages[2] is stored[0] and later.messages[4] is stored[1]
+    as_float = {**messages[4], "extra": {"n": [1.0, 2.5, None]}}
+    assert as_float == stored[1]
+    resent = check(prefix, body([*messages[:4], as_float]), True)
+    assert resent.messages[4] is not stored[1] and resent.messages[4]["extra"]["n"][0] == 1.0

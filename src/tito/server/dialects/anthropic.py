@@ -59,6 +59,7 @@ from tito.server.models import (
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
+from tito.server.sessions.shared_tools import with_shared_tools
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
@@ -117,7 +118,11 @@ def parse_request(body: bytes, needs_max_tokens: bool = True) -> AnthropicReques
 def body_reader() -> ResentPrefix[AnthropicRequest]:
     """Turn bodies read from the previous one's prefix (server.sessions.resent_prefix): `messages` is the
     conversation."""
-    return ResentPrefix("messages", parse_request, json_objects, _messages_of, _with_messages)
+    return ResentPrefix("messages", _parse_shared_tools, json_objects, _messages_of, _with_messages)
+
+
+def _parse_shared_tools(body: bytes) -> AnthropicRequest:
+    return with_shared_tools(parse_request(body))
 
 
 def _messages_of(request: AnthropicRequest) -> list[Any]:
@@ -236,7 +241,7 @@ def chat_request(
     if output_format is not None:
         body["response_format"] = _response_format(output_format)
     try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
-        return ChatCompletionRequest.model_validate(body)
+        return with_shared_tools(ChatCompletionRequest.model_validate(body))
     except ValidationError as exc:
         raise validation_error(exc, "request (translated to a chat request)") from None
 

@@ -64,6 +64,7 @@ from tito.server.models import (
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
+from tito.server.sessions.shared_tools import with_shared_tools
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
@@ -134,7 +135,11 @@ def parse_request(body: bytes) -> ResponsesRequest:
 def body_reader() -> ResentPrefix[ResponsesRequest]:
     """Turn bodies read from the previous one's prefix (server.sessions.resent_prefix): `input` is the conversation (a
     string `input` is read whole)."""
-    return ResentPrefix("input", parse_request, json_objects, _input_items, _with_input)
+    return ResentPrefix("input", _parse_shared_tools, json_objects, _input_items, _with_input)
+
+
+def _parse_shared_tools(body: bytes) -> ResponsesRequest:
+    return with_shared_tools(parse_request(body))
 
 
 def _input_items(request: ResponsesRequest) -> list[Any]:
@@ -330,7 +335,7 @@ def chat_request(
     if request.tool_choice is not None:
         body["tool_choice"] = _chat_tool_choice(request.tool_choice, tools)
     try:  # the dialect's fields share the chat request's types; what is left to refuse is what translates to nothing
-        return ChatCompletionRequest.model_validate(body)
+        return with_shared_tools(ChatCompletionRequest.model_validate(body))
     except ValidationError as exc:
         raise validation_error(exc, "request (translated to a chat request)") from None
 

@@ -2,23 +2,29 @@
 
 Agents resend the whole conversation every turn; the leading bytes of a turn's body are most often the previous
 turn's body up to (nearly) the end of its conversation array (`messages`, `input`). `ResentPrefix` keeps, for one
-route of one session, the last body of each of its last CONVERSATIONS conversations (a sub-agent's turns come
-between the main loop's), the byte offsets where the array's last few elements end, the blake2b state of the body
-at each of those offsets and the validated elements. A body that starts with such a body's bytes up to such an
-offset is read from there: only the new elements are parsed and validated (alone, the request's other fields
-reused, when the bytes after the array are the old body's too: the array's `]` is then where those bytes start, so
-the validator is the one parser of the new elements, and of their ends only the last is found, the earlier ones
-scanned for only when a later body parts before it; else in a body built of the head, the new elements and the
-rest, their ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the
-held digest state updated with the rest of the body: the same digest a whole read gives. Any other body (the
-first, one whose earlier bytes changed, one whose new elements are invalid: the whole read names the error's
-place) is read whole, and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a
-client that rewrites its last few messages each turn (Claude Code moves its `cache_control` marks) still reads
-from the first one it rewrote.
+route of one session, what it needs of the last body of each of its last CONVERSATIONS conversations (a sub-agent's
+turns come between the main loop's): the byte offsets where the array's last few elements end, the blake2b state of
+the body at each of those offsets, the validated elements, and the body's bytes from the first of those offsets to
+the array's `]` (the last few elements), with xxh3-128 digests of the bytes before and after them (`_Last`). A body
+whose bytes before the first offset digest alike and whose bytes from there are the kept ones up to such an offset
+is read from there: only the new elements are parsed and validated (alone, the request's other fields reused, when
+the bytes after the array digest as the old body's: the array's `]` is then where those bytes start, so the
+validator is the one parser of the new elements, and of their ends only the last is found, the earlier ones scanned
+for only when a later body parts before it; else in a body built of the head, the new elements and the rest, their
+ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the held digest
+state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one whose
+earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read whole,
+and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its
+last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
 
-What the per-turn path still does in proportion to the history: one memcmp of an old body's prefix (tens of
-microseconds at 100k tokens) and a shallow copy of the list of element references. The memory it holds: the old
-bodies (about 4 bytes per token of their history) until the session ends.
+Digests, not the bytes, stand for the history and the request's later fields (an agent's tools): keeping each
+previous body whole cost about 5 bytes per token of history (issue 34). xxh3 runs at memory speed (as fast as the
+memcmp it replaces); a changed head that digests alike would be read as the old one: 2^-128 by chance, and only a
+client crafting a collision against its own session's bytes could cause one. `hold` lets the session put its own
+equal objects (a resent reply) in place of newly validated elements, so the elements kept are not a second copy.
+
+What the per-turn path still does in proportion to the history: digesting the body's head twice (to compare it, and
+for the next turn: tens of microseconds at 100k tokens) and a shallow copy of the list of element references.
 
 Imports nothing from tito.
 """
@@ -31,6 +37,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
+
+import xxhash
 
 Request = TypeVar("Request")
 KEPT = 4
@@ -55,7 +63,16 @@ class _Mark:
 
 @dataclass(frozen=True)
 class _Last:
-    body: bytes
+    """A previous body, not kept whole: its bytes from its first kept mark to the array's `]` (`tail`: the last
+    KEPT elements) and the xxh3-128 digests of the bytes before (`head`) and after (`rest`: the request's later
+    fields, an agent's tools among them)."""
+
+    length: int
+    base: int
+    """The first mark's offset: where `tail` starts in the body."""
+    head: bytes
+    tail: bytes
+    rest: bytes
     array_open: int
     """Byte offset just after the array's `[`."""
     close: int
@@ -82,7 +99,8 @@ class ResentPrefix(Generic[Request]):
     `validate` parses and validates a whole body (raising the route's error for a bad one), `validate_elements`
     a JSON array of elements alone (used when the fields after the array are the previous body's bytes too: the
     request's other fields are then the previous request's); `elements` and `with_elements` read and set the
-    validated request's conversation array."""
+    validated request's conversation array; `hold` replaces, in place, newly validated elements by equal ones the
+    session already stores (a resent reply), so that what the reader keeps is not a second copy of them."""
 
     def __init__(
         self,
@@ -91,12 +109,14 @@ class ResentPrefix(Generic[Request]):
         validate_elements: Callable[[bytes], list[Any]],
         elements: Callable[[Request], list[Any]],
         with_elements: Callable[[Request, list[Any]], Request],
+        hold: Callable[[list[Any]], None] = lambda elements: None,
     ) -> None:
         self.key = key
         self.validate = validate
         self.validate_elements = validate_elements
         self.elements = elements
         self.with_elements = with_elements
+        self.hold = hold
         self._lasts: list[_Last] = []
         """The last bodies of the session's last few conversations (a sub-agent's turns come between the main
         loop's), the most recent first."""
@@ -115,6 +135,7 @@ class ResentPrefix(Generic[Request]):
             self._remember(read[1], None)
             return read[0]
         request = self.validate(body)
+        self.hold(self.elements(request))
         digest = hashlib.blake2b(body, digest_size=16)
         located = _locate(body, self.key, self.elements(request), request)
         if located is not None:
@@ -126,9 +147,11 @@ class ResentPrefix(Generic[Request]):
         more than one element on (a read from the end marked only its new elements' last end), the element ends
         between are found first (_filled): `body` may part at one of them."""
         last = self._lasts[index]
+        if len(body) < last.base or xxhash.xxh3_128_digest(memoryview(body)[: last.base]) != last.head:
+            return None
         at = len(last.marks) - 1
         while at >= 0:
-            if body.startswith(memoryview(last.body)[: last.marks[at].offset]):
+            if body.startswith(memoryview(last.tail)[: last.marks[at].offset - last.base], last.base):
                 filled = _filled(last, at)
                 if filled is last:
                     return last.marks[at]
@@ -149,9 +172,8 @@ class ResentPrefix(Generic[Request]):
         after its array, the array's `]` is where they start, the new elements (from `mark` to it) are validated at
         once and only the last one's end is marked (the others are found when a later body parts before it:
         _filled). None: not that case, or its new elements do not validate (_read_tail's scan decides)."""
-        rest = memoryview(last.body)[last.close :]  # bytes.endswith is a memcmp, memoryview == compares per item
-        close = len(body) - len(rest)
-        if close <= mark.offset or not body.endswith(rest):
+        close = len(body) - (last.length - last.close)
+        if close <= mark.offset or not _rest_is(last, body, close):
             return None
         first = mark.offset
         if mark.count > 0:
@@ -165,15 +187,17 @@ class ResentPrefix(Generic[Request]):
         if end == first:
             return None
         try:
-            elements = last.elements[: mark.count] + self.validate_elements(b"[" + body[first:close] + b"]")
+            new = self.validate_elements(b"[" + body[first:close] + b"]")
         except Exception:
             return None
+        self.hold(new)
+        elements = last.elements[: mark.count] + new
         request = self.with_elements(last.request, elements)
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, len(elements))])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the new mark, then the rest
         digest.update(memoryview(body)[end:])
-        return ReadBody(request, digest, True), _Last(body, last.array_open, close, marks, elements, request)
+        return ReadBody(request, digest, True), _last(body, last.array_open, close, marks, elements, request)
 
     def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
@@ -188,26 +212,29 @@ class ResentPrefix(Generic[Request]):
         except (ValueError, UnicodeDecodeError):
             return None
         if not ends:  # no new element: the same body again (a retry) reads as before; anything else whole
-            if body != last.body or mark is not last.marks[-1]:
+            same = (
+                len(body) == last.length and body.startswith(last.tail, last.base) and _rest_is(last, body, last.close)
+            )
+            if not same or mark is not last.marks[-1]:
                 return None
             digest = mark.digest.copy()
             digest.update(memoryview(body)[mark.offset :])
             return ReadBody(last.request, digest, True), last
         first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
-        rest = memoryview(last.body)[last.close :]
-        if len(body) - close_at == len(rest) and body.endswith(rest):
+        if len(body) - close_at == last.length - last.close and _rest_is(last, body, close_at):
             return None  # the rest is the previous body's: _read_appended validated these new elements, invalid
         try:
             new = self.validate(body[: last.array_open] + body[first:])
         except Exception:
             return None
+        self.hold(self.elements(new))
         elements = last.elements[: mark.count] + self.elements(new)
         request = self.with_elements(new, elements)
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
         digest.update(memoryview(body)[marks[-1].offset :])
-        return ReadBody(request, digest, True), _Last(body, last.array_open, close_at, marks, elements, request)
+        return ReadBody(request, digest, True), _last(body, last.array_open, close_at, marks, elements, request)
 
 
 def _filled(last: _Last, at: int) -> _Last:
@@ -219,7 +246,7 @@ def _filled(last: _Last, at: int) -> _Last:
         return last
     start, following = marks[at], marks[at + 1]
     try:
-        text = last.body[start.offset : following.offset].decode() + "]"
+        text = last.tail[start.offset - last.base : following.offset - last.base].decode() + "]"
         _, ends, _ = _continue_array(text, 0, start.count == 0)
     except (ValueError, UnicodeDecodeError):  # a guard: whole reads and validated slices are valid JSON
         return last
@@ -227,15 +254,17 @@ def _filled(last: _Last, at: int) -> _Last:
         return last
     counted = zip(_byte_offsets(text, ends[:-1], start.offset), range(start.count + 1, following.count), strict=True)
     between = [(end, count) for end, count in counted if count > marks[-1].count - KEPT]
-    return replace(last, marks=(*marks[: at + 1], *_marked(start, last.body, between), *marks[at + 1 :]))
+    found = _marked(start, last.tail, between, last.base)
+    return replace(last, marks=(*marks[: at + 1], *found, *marks[at + 1 :]))
 
 
-def _marked(previous: _Mark, body: bytes, ends: list[tuple[int, int]]) -> list[_Mark]:
-    """A mark at each of `ends` (byte offset, element count) after `previous`, each digest `previous`'s updated."""
+def _marked(previous: _Mark, body: bytes, ends: list[tuple[int, int]], base: int = 0) -> list[_Mark]:
+    """A mark at each of `ends` (byte offset, element count) after `previous`, each digest `previous`'s updated;
+    `body` holds the body's bytes from offset `base` on."""
     marks = []
     for end, count in ends:
         digest = previous.digest.copy()
-        digest.update(memoryview(body)[previous.offset : end])
+        digest.update(memoryview(body)[previous.offset - base : end - base])
         previous = _Mark(end, count, digest)
         marks.append(previous)
     return marks
@@ -245,6 +274,20 @@ def _extend(marks: list[_Mark], body: bytes, ends: list[tuple[int, int]]) -> tup
     """`marks` followed by a mark at each of the last KEPT `ends` (byte offset, element count), the last KEPT kept
     (the bytes up to the first of them hashed in one update)."""
     return (*marks, *_marked(marks[-1], body, ends[-KEPT:]))[-KEPT:]
+
+
+def _last(
+    body: bytes, array_open: int, close: int, marks: tuple[_Mark, ...], elements: list[Any], request: Any
+) -> _Last:
+    """What is kept of `body` (_Last)."""
+    base, view = marks[0].offset, memoryview(body)
+    head, rest = xxhash.xxh3_128_digest(view[:base]), xxhash.xxh3_128_digest(view[close:])
+    return _Last(len(body), base, head, body[base:close], rest, array_open, close, marks, elements, request)
+
+
+def _rest_is(last: _Last, body: bytes, close: int) -> bool:
+    """Whether `body`'s bytes from `close` on are the previous body's after its array's `]`."""
+    return xxhash.xxh3_128_digest(memoryview(body)[close:]) == last.rest
 
 
 def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
@@ -260,7 +303,7 @@ def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last |
     array_open, *offsets, close_at = _byte_offsets(text, [opened, *(position for position, _ in candidates), close], 0)
     first = _Mark(offsets[0], candidates[0][1], hashlib.blake2b(memoryview(body)[: offsets[0]], digest_size=16))
     later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
-    return _Last(body, array_open, close_at, _extend([first], body, later), elements, request)
+    return _last(body, array_open, close_at, _extend([first], body, later), elements, request)
 
 
 def _byte_offsets(text: str, positions: list[int], base: int) -> list[int]:

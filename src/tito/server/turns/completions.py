@@ -14,6 +14,7 @@ server.sessions, server.state, server.turns.
 from __future__ import annotations
 
 import asyncio
+import functools
 import operator
 import secrets
 import time
@@ -36,12 +37,13 @@ from tito.server.sessions.lineage import asks_structured_output
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resends import count_resend
 from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
+from tito.server.sessions.shared_tools import with_shared_tools
 from tito.server.state import ServerState
 from tito.server.turns.aborting import TurnWatch
 from tito.server.turns.logprobs import requested_top_logprobs
 from tito.tokenizer import TitoTokenizer
 from tito.trajectory.base import TurnPlan
-from tito.trajectory.episode import Lineage
+from tito.trajectory.episode import Episode, Lineage
 from tito.trajectory.events import TurnCommitted
 from tito.trajectory.linear import ToolsChangedError
 from tito.trajectory.shared_values import SHARED
@@ -78,18 +80,45 @@ def parse_chat_request(body: bytes) -> ChatCompletionRequest:
     return request
 
 
+RECENT_REPLIES = 4
+"""How many of a session's last replies a resent body's new messages are looked up among (a sub-agent's turns
+may come between a conversation's reply and its resend)."""
+
+
 def read_chat_body(session: Session, body: bytes) -> ReadBody[ChatCompletionRequest]:
     """The chat request of a turn body and its digest, read from the session's previous chat body's prefix when it
     is one (server.sessions.resent_prefix: only the new messages parsed and validated)."""
     prefix = session.resent_bodies.get("chat")
     if prefix is None:
-        prefix = session.resent_bodies["chat"] = chat_body_reader()
+        prefix = session.resent_bodies["chat"] = chat_body_reader(session.trajectory)
     return prefix.read(body)
 
 
-def chat_body_reader() -> ResentPrefix[ChatCompletionRequest]:
-    """Chat bodies read from the previous one's prefix: `messages` is the conversation array."""
-    return ResentPrefix("messages", parse_chat_request, json_objects, _messages_of, _with_messages)
+def chat_body_reader(episode: Episode | None = None) -> ResentPrefix[ChatCompletionRequest]:
+    """Chat bodies read from the previous one's prefix: `messages` is the conversation array. What the reader
+    keeps holds the process's shared tools, and `episode`'s stored replies where a body resends them as they are
+    (issue 34: a session's reader keeps no second copy of either)."""
+    hold = (lambda messages: None) if episode is None else functools.partial(hold_stored_replies, episode)
+    return ResentPrefix("messages", _parse_shared_tools, json_objects, _messages_of, _with_messages, hold)
+
+
+def _parse_shared_tools(body: bytes) -> ChatCompletionRequest:
+    return with_shared_tools(parse_chat_request(body))
+
+
+def hold_stored_replies(episode: Episode, messages: list[Any]) -> None:
+    """Replaces, in place, each assistant message that is one of the episode's last RECENT_REPLIES stored replies
+    as it is (equal as JSON too: `1` is not `1.0`) by the stored object."""
+    replies: list[Any] | None = None
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        if replies is None:
+            replies = episode.recent_replies(RECENT_REPLIES)
+        for reply in replies:
+            if reply == message and orjson.dumps(reply) == orjson.dumps(message):
+                messages[index] = reply
+                break
 
 
 def _messages_of(request: ChatCompletionRequest) -> list[Any]:
