@@ -6,9 +6,12 @@ per session: a ~2.5k-token system prompt, 25 tools with JSON schemas (~3k tokens
 history resent each turn, tool-output-like user messages from a few lines to a few thousand tokens (about 800 on
 average: the issue's agents append ~1,000 a turn), until the path holds `--tokens` ids. Then, after a garbage
 collection, tracemalloc's count of what the sessions still hold (everything allocated under tito's frames since
-the warm-up that is still alive: ids, logprobs, messages, tools, metadata, indexes; not the client's) is divided by
-the stored tokens (each node's own prompt ids and sampled ids). The deep size of the trajectories' id and logprob
-arrays is given beside it (the id storage alone: 4 bytes an id once, 8 when a second copy is kept).
+the warm-up that is still alive: ids, logprobs, messages, tools, metadata, indexes; not the client's; the loop first
+runs its pending callbacks, as a server's loop does between requests, so the turns' cancelled watch tasks end) plus
+the bytes the sessions' body readers keep that the client allocated (a body handed over in one piece is kept without
+a copy; under uvicorn a larger one is joined in tito's frames) is divided by the stored tokens (each node's own
+prompt ids and sampled ids). The deep size of the trajectories' id and logprob arrays is given beside it (the id
+storage alone: 4 bytes an id once, 8 when a second copy is kept).
 
 The table splits the total into the messages' text (their strings, one byte a character: what the agent sent and
 a sample carries, stored once) and the rest, tito's own storage (ids, logprobs, tools, metadata, the turn records
@@ -126,6 +129,23 @@ async def episode(client: Any, rng: random.Random, tools: list[dict[str, Any]], 
         held = data["usage"]["total_tokens"]
 
 
+def kept_client_bytes(state: Any) -> int:
+    """Bytes the sessions' resent-body readers keep (a previous body, or what they keep of it) that were not allocated
+    under tito's frames: the in-process client hands a body over in one piece, which tito keeps without a copy, so
+    tracemalloc counts it as the client's; under uvicorn a larger body arrives in pieces, joined in tito's frames."""
+    kept = {}
+    for session in state.registry:
+        for reader in getattr(session, "resent_bodies", {}).values():
+            for last in reader._lasts:  # what a reader keeps is private to it; both trees name it `_lasts`
+                kept.update((id(value), value) for value in vars(last).values() if isinstance(value, bytes))
+    return sum(sys.getsizeof(value) for value in kept.values() if not allocated_by_tito(value))
+
+
+def allocated_by_tito(value: object) -> bool:
+    where = tracemalloc.get_object_traceback(value)
+    return where is not None and any("/tito/" in frame.filename for frame in where)
+
+
 def array_bytes(obj: Any, seen: set[int]) -> int:
     """Bytes of the arrays reachable from `obj` (ids, logprobs, any cached copy of them)."""
     if id(obj) in seen or isinstance(obj, type | str | bytes | int | float):
@@ -170,12 +190,15 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
         tracemalloc.start(64)  # deep tracebacks: what was allocated under tito's frames is the server's
         for _ in range(sessions):
             await episode(client, rng, tools, tokens)
+        for _ in range(2):  # the loop's pending callbacks run (turns' cancelled watch tasks end), as a server's do
+            await asyncio.sleep(0)
         gc.collect()
         server_side = tracemalloc.Filter(True, "*/tito/*", all_frames=True)  # not the client's own caches
         snapshot = tracemalloc.take_snapshot().filter_traces([server_side])
         held = sum(trace.size for trace in snapshot.traces)
         pool = tracemalloc.Filter(True, "*/tito/prompt_buffers.py", all_frames=True)
         buffers = sum(trace.size for trace in snapshot.filter_traces([pool]).traces)
+        held += kept_client_bytes(state)
         tracemalloc.stop()
     stored = turns = id_bytes = text_bytes = 0
     for session in state.registry:
