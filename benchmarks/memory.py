@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import os
 import random
 import statistics
@@ -112,21 +113,50 @@ def agent_tools(rng: random.Random) -> list[dict[str, Any]]:
     return tools
 
 
-async def episode(client: Any, rng: random.Random, tools: list[dict[str, Any]], tokens: int) -> None:
-    """One session: turns until its stored path holds `tokens` ids."""
+async def episode(client: Any, rng: random.Random, tools: list[dict[str, Any]], tokens: int, dialect: str) -> None:
+    """One session in `dialect` (chat, anthropic or responses): turns until its stored path holds `tokens` ids."""
     session_id = (await client.post("/sessions", json={})).json()["session_id"]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": text(rng, 1000)}]
+    system = text(rng, 1000)
+    conversation: list[dict[str, Any]] = [{"role": "system", "content": system}] if dialect == "chat" else []
     held = 0
     while held < tokens:
         size = rng.choice([10, 30, 80, 150, 300, 600, 1500])  # words (~2 tokens each): a few lines to 3k tokens
-        messages.append({"role": "user", "content": text(rng, min(size, max(5, (tokens - held) // 4)))})
-        body = {"messages": messages, "tools": tools}
-        reply = await client.post(f"/sessions/{session_id}/v1/chat/completions", content=orjson.dumps(body))
+        conversation.append({"role": "user", "content": text(rng, min(size, max(5, (tokens - held) // 4)))})
+        route, body = DIALECTS[dialect](system, conversation, tools)
+        reply = await client.post(f"/sessions/{session_id}{route}", content=orjson.dumps(body))
         if reply.status_code != 200:
             raise RuntimeError(reply.text)
         data = reply.json()
-        messages.append(data["choices"][0]["message"])
-        held = data["usage"]["total_tokens"]
+        if dialect == "chat":
+            conversation.append(data["choices"][0]["message"])
+            held = data["usage"]["total_tokens"]
+        else:
+            if dialect == "anthropic":
+                conversation.append({"role": "assistant", "content": data["content"]})
+            else:
+                conversation.extend(data["output"])
+            held = data["usage"]["input_tokens"] + data["usage"]["output_tokens"]
+
+
+def chat_body(system: str, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str, Any]:
+    return "/v1/chat/completions", {"messages": conversation, "tools": tools}
+
+
+def anthropic_body(system: str, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str, Any]:
+    """Claude Code's shape: the system prompt apart, tools with an `input_schema`."""
+    anthropic_tools = [{"name": tool["function"]["name"], "description": tool["function"]["description"],
+                        "input_schema": tool["function"]["parameters"]} for tool in tools]  # fmt: skip
+    body = {"model": "m", "max_tokens": 512, "system": system, "messages": conversation, "tools": anthropic_tools}
+    return "/v1/messages", body
+
+
+def responses_body(system: str, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str, Any]:
+    """Codex's shape: the system prompt as `instructions`, flat function tools, the output items resent as input."""
+    flat = [{"type": "function", **tool["function"]} for tool in tools]
+    return "/v1/responses", {"model": "m", "instructions": system, "input": conversation, "tools": flat}
+
+
+DIALECTS = {"chat": chat_body, "anthropic": anthropic_body, "responses": responses_body}
 
 
 def kept_client_bytes(state: Any) -> int:
@@ -164,7 +194,7 @@ def array_bytes(obj: Any, seen: set[int]) -> int:
     return 0
 
 
-async def measure(tokens: int, sessions: int) -> dict[str, float]:
+async def measure(tokens: int, sessions: int, dialect: str) -> dict[str, float]:
     """This process's tito (whatever src/ is first on the path): bytes per stored token after `sessions` episodes."""
     import httpx
 
@@ -184,12 +214,12 @@ async def measure(tokens: int, sessions: int) -> dict[str, float]:
     async with httpx.AsyncClient(transport=transport, base_url="http://tito") as client:
         rng = random.Random(34)
         tools = agent_tools(rng)
-        await episode(client, rng, tools, 4096)  # warm up: tokenizer, template, routes, the tokenizing thread
+        await episode(client, rng, tools, 4096, dialect)  # warm up: tokenizer, template, routes, the tokenizing thread
         await client.delete(f"/sessions/{next(iter(state.registry)).session_id}")
         gc.collect()
         tracemalloc.start(64)  # deep tracebacks: what was allocated under tito's frames is the server's
         for _ in range(sessions):
-            await episode(client, rng, tools, tokens)
+            await episode(client, rng, tools, tokens, dialect)
         for _ in range(2):  # the loop's pending callbacks run (turns' cancelled watch tasks end), as a server's do
             await asyncio.sleep(0)
         gc.collect()
@@ -274,9 +304,10 @@ def extract(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def run_child(src: Path, tokens: int, sessions: int) -> dict[str, float]:
+def run_child(src: Path, tokens: int, sessions: int, dialect: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    command = [sys.executable, __file__, "--child", "--tokens", str(tokens), "--sessions", str(sessions)]
+    command = [sys.executable, __file__, "--child", "--tokens", str(tokens), "--sessions", str(sessions),
+               "--dialects", dialect]  # fmt: skip
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     result: dict[str, float] = orjson.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -287,10 +318,11 @@ def main() -> int:
     parser.add_argument("--old", default=OLD_DEFAULT, help="git revision of the code to compare with")
     parser.add_argument("--tokens", type=int, nargs="+", default=[8192, 32768])
     parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--dialects", nargs="+", choices=sorted(DIALECTS), default=["chat", "anthropic", "responses"])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(orjson.dumps(asyncio.run(measure(args.tokens[0], args.sessions))).decode())
+        print(orjson.dumps(asyncio.run(measure(args.tokens[0], args.sessions, args.dialects[0]))).decode())
         return 0
     met = True
     with tempfile.TemporaryDirectory() as scratch:
@@ -299,17 +331,16 @@ def main() -> int:
               f"sessions hold (tracemalloc) = text (the messages' strings) + rest (tito's own storage); arrays = the "
               f"id/logprob arrays (part of rest); goal: rest <= {GOAL_BYTES_PER_TOKEN:.0f}; buffers = the server's "
               f"prompt buffers, a bounded cache of the process, not counted (tito.prompt_buffers)")  # fmt: skip
-        print(f"{'tokens':>7} {'code':>16} {'turns':>6} {'stored':>8} {'B/token':>8} {'text':>6} {'rest':>6} "
-              f"{'arrays':>7} {'buffers KiB':>12}")  # fmt: skip
-        for tokens in args.tokens:
-            for name, src in trees.items():
-                result = run_child(src, tokens, args.sessions)
-                per_token = result["held"] / result["tokens"]
-                text, rest = result["text"] / result["tokens"], per_token - result["text"] / result["tokens"]
-                print(f"{tokens:7d} {name:>16} {result['turns']:6.0f} {result['tokens']:8.0f} {per_token:8.1f} "
-                      f"{text:6.1f} {rest:6.1f} {result['arrays'] / result['tokens']:7.1f} "
-                      f"{result['buffers'] / 1024:12.0f}")  # fmt: skip
-                met = met and (name != "new" or rest <= GOAL_BYTES_PER_TOKEN)
+        print(f"{'tokens':>7} {'dialect':>9} {'code':>16} {'turns':>6} {'stored':>8} {'B/token':>8} {'text':>6} "
+              f"{'rest':>6} {'arrays':>7} {'buffers KiB':>12}")  # fmt: skip
+        for tokens, dialect, (name, src) in itertools.product(args.tokens, args.dialects, trees.items()):
+            result = run_child(src, tokens, args.sessions, dialect)
+            per_token = result["held"] / result["tokens"]
+            text, rest = result["text"] / result["tokens"], per_token - result["text"] / result["tokens"]
+            print(f"{tokens:7d} {dialect:>9} {name:>16} {result['turns']:6.0f} {result['tokens']:8.0f} "
+                  f"{per_token:8.1f} {text:6.1f} {rest:6.1f} {result['arrays'] / result['tokens']:7.1f} "
+                  f"{result['buffers'] / 1024:12.0f}")  # fmt: skip
+            met = met and (name != "new" or rest <= GOAL_BYTES_PER_TOKEN)
     print("\nhead path ids per turn, us (old: copy the cached whole-path array; new: join the nodes' arrays)")
     print(f"{'tokens':>7} {'turns':>6} {'old copy':>9} {'new join':>9}")
     for tokens in args.tokens:

@@ -122,3 +122,12 @@ def test_held_tuple_keeps_no_reference_to_a_list_of_other_objects_and_finds_a_li
 
     monkeypatch.setattr(shared_values.orjson, "dumps", no_encoding)
     assert shared.held_tuple(reused) is held
+
+
+def test_held_json_is_the_held_tools_json_written_once() -> None:
+    shared = SharedValues()
+    first = shared.held_json([dict(tool) for tool in TOOLS])
+    assert first == orjson.dumps(TOOLS)
+    assert shared.held_json([dict(tool) for tool in TOOLS]) is first, "equal tools: the same bytes, not a copy"
+    as_float = orjson.loads(orjson.dumps(TOOLS).replace(b'"default":1', b'"default":1.0'))
+    assert shared.held_json(as_float) == orjson.dumps(as_float)

@@ -83,6 +83,14 @@ class SharedValues:
                     self._tuples.popitem(last=False)
             return held
 
+    def held_json(self, items: Sequence[Any]) -> bytes:
+        """The JSON of `held_tuple(items)` (an array): the bytes the table keys it by, written once per process
+        (a Responses reply repeats its request's tools), not once per session."""
+        held = self.held_tuple(items)
+        with self._lock:
+            key = self._held_keys.get(id(held))
+        return orjson.dumps(held) if key is None else key[1]
+
     def _held(self, value: Any) -> Any:
         """`value`'s work, under the lock (one acquisition for a whole turn)."""
         key = self._held_keys.get(id(value))

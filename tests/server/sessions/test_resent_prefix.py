@@ -9,6 +9,7 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 
 from tito.families import get_family
@@ -146,6 +147,7 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
         asked = {"model": "m", "instructions": "Be brief.", "input": items, "tools": tools}
         request = reader.read(json.dumps(asked).encode()).request
         request_tools = responses.request_tools(request, "drop")
+        assert are_held(request_tools.chat) and request_tools.echoed == orjson.dumps(tools)
         reused = responses.chat_request_reusing(request, request_tools, session, signer, family)
         whole = responses.chat_request(request, request_tools, session, signer, family)
         assert reused.model_dump() == whole.model_dump()

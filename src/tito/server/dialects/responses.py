@@ -64,7 +64,7 @@ from tito.server.models import (
 )
 from tito.server.sessions.registry import Session
 from tito.server.sessions.resent_prefix import ResentPrefix
-from tito.server.sessions.shared_tools import with_shared_tools
+from tito.server.sessions.shared_tools import held_tools, held_tools_json, with_shared_tools
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
 
@@ -239,7 +239,7 @@ def request_tools(request: ResponsesRequest, hosted_tools: str) -> RequestTools:
     for index, name in enumerate(names):
         if name in names[:index]:
             raise BadRequestError(f"tools: the function {name!r} is declared twice (namespaces are flattened)")
-    return RequestTools(chat, namespaces, tuple(hosted), orjson.dumps(request.tools))
+    return RequestTools(held_tools(chat), namespaces, tuple(hosted), held_tools_json(request.tools))
 
 
 @dataclass(frozen=True)
