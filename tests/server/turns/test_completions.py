@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import threading
 import time
 from typing import Any
@@ -394,3 +395,22 @@ def test_a_reserialised_tool_call_is_refused_by_a_strict_session_and_the_sampled
     with pytest.raises(openai.BadRequestError, match=r"arguments.*send it back exactly as received"):
         client(server, session_id).chat.completions.create(model="m", messages=[messages[0], echoed, tool])
     assert turns_of(server, session_id) == before
+
+
+def test_a_resent_reply_is_kept_as_the_session_stored_one_and_the_tools_as_the_process_held_ones(
+    server: Server,
+) -> None:
+    """What the session's body reader keeps of a resend is no second copy: the reply it repeats as it was given is
+    the stored reply object, and the tools are the process's held ones."""
+    session_id = server.new_session()
+    url = f"/sessions/{session_id}/v1/chat/completions"
+    tools = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
+    reply = server.http.post(url, json={"messages": messages, "tools": tools}).json()["choices"][0]["message"]
+    messages += [reply, {"role": "user", "content": "and then?"}]
+    assert server.http.post(url, json={"messages": messages, "tools": tools}).status_code == 200
+    session = server.state.registry.get(session_id)
+    kept = session.resent_bodies["chat"]._lasts[0]
+    stored = session.trajectory.store.get(0).turn
+    assert kept.elements[1] is stored.assistant and kept.request.messages[1] is stored.assistant
+    assert kept.request.tools is not None and all(map(operator.is_, kept.request.tools, stored.tools or ()))
