@@ -67,8 +67,9 @@ class LinearTrajectory:
         """Per node on the path: the index of its first request message."""
         self._resent: list[Message] = []
         """Messages requests resent, each equal (`==`) to the stored message at its index (a prefix of them): a
-        request that resends those very objects again (the resent-prefix reader reuses them turn to turn; a resent
-        reply is never the object stored) is compared there by identity, not deeply."""
+        request that resends those very objects again (the resent-prefix reader reuses them turn to turn, and puts
+        the stored reply itself in place of a resend equal to it as JSON) is compared there by identity, not
+        deeply."""
 
     @property
     def head(self) -> int | None:
