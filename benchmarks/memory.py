@@ -18,7 +18,11 @@ a sample carries, stored once) and the rest, tito's own storage (ids, logprobs, 
 and indexes): the issue's floor of 4-8 bytes (an int32 id, a float32 logprob per sampled token) counts the latter.
 Goal (issue 34): <= 10 bytes per stored token of tito's own storage.
 
+Sessions speak each of `--dialects`: chat; Anthropic's messages in Claude Code's shape (the system prompt apart,
+`input_schema` tools); Responses in Codex's (`instructions`, flat function tools, output items resent as input).
+
 Run: PYTHONPATH=src python benchmarks/memory.py [--old REV] [--tokens 8192 32768] [--sessions 4]
+[--dialects chat anthropic responses]
 """
 
 from __future__ import annotations
