@@ -22,6 +22,9 @@ previous body whole cost about 5 bytes per token of history (issue 34). xxh3 run
 memcmp it replaces); a changed head that digests alike would be read as the old one: 2^-128 by chance, and only a
 client crafting a collision against its own session's bytes could cause one. `hold` lets the session put its own
 equal objects (a resent reply) in place of newly validated elements, so the elements kept are not a second copy.
+A dialect that translates its elements to chat messages puts a `Settled` stand-in in place of each element it
+translated (`settle`): a later resend reuses that translation, found by the stand-ins' identity, and a request whose
+stand-ins no kept translation covers is read whole again (`read_whole`).
 
 What the per-turn path still does in proportion to the history: digesting the body's head once (compared, then
 continued to the next turn's first mark: ~8 us at 100k tokens) and a shallow copy of the list of element references.
@@ -49,6 +52,25 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _SPACE_BYTES = frozenset(b" \t\n\r")
 _SEPARATOR = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*")
 _decoder = json.JSONDecoder()
+
+
+class Settled:
+    """Stands in for an element a dialect has translated (`settle`): the reader's kept elements and the dialect's
+    kept translation then hold this, not the element's parsed JSON (a second copy of what the session stores as
+    chat messages). Only its identity is read: which kept translation a resend continues, element by element."""
+
+    __slots__ = ()
+
+
+def settle(elements: list[Any], start: int, stop: int) -> None:
+    """Put a fresh stand-in in place of each of `elements[start:stop]`, in place: the list is the one the reader
+    keeps and the request holds, so the next body read from the prefix holds the same stand-ins."""
+    elements[start:stop] = [Settled() for _ in range(start, stop)]
+
+
+def holds_settled(elements: list[Any], start: int = 0) -> bool:
+    """Whether any of `elements[start:]` is a stand-in (the request must then be read whole to be translated)."""
+    return any(type(element) is Settled for element in elements[start:])
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,11 @@ class ResentPrefix(Generic[Request]):
         if head is not None and (read := self._read_tail(body, self._lasts[head[0]], *head[1:])) is not None:
             self._remember(read[1], None)
             return read[0]
+        return self.read_whole(body)
+
+    def read_whole(self, body: bytes) -> ReadBody[Request]:
+        """`body` read whole, its marks kept for the next body. A dialect reads a body whole again when the request
+        read from the prefix holds `Settled` stand-ins it cannot translate from its kept translation."""
         request = self.validate(body)
         self.hold(self.elements(request))
         digest = hashlib.blake2b(body, digest_size=16)
