@@ -18,6 +18,7 @@ from tests.server.conftest import Server, running_server
 from tests.server.dialects.support import hang_up_while_sampling, ids_of, samples_of, turns_of
 from tito.server.dialects.anthropic import message_body
 from tito.server.dialects.signing import RoundTripSigner
+from tito.server.sessions.resent_prefix import Settled
 from tito.tokenizer_loading import LocalTokenizer
 
 CALL = (
@@ -123,6 +124,31 @@ def test_a_reserialised_tool_input_and_the_resent_thinking_block_keep_the_episod
     tool_loop(server, qwen3_tokenizer, session_id, reordered)
     assert [turn["node_id"] for turn in turns_of(server, session_id)] == [0, 1]
     assert len(samples_of(server, session_id)) == 1
+
+
+def test_the_session_keeps_translated_messages_as_chat_messages_only_and_a_changed_field_reads_the_body_whole(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    """Once translated, a request's messages are stand-ins in what the session keeps (server.sessions.resent_prefix:
+    settle); a resend whose field after the messages changed holds stand-ins no kept translation covers, so it is
+    read whole again. Either way the episode stays one sample."""
+    session_id = server.new_session()
+    server.engine.queue(*(ids_of(qwen3_tokenizer, text) for text in (CALL, CALL, CALL, ANSWER)))
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    for turn in range(4):
+        body: dict[str, Any] = {"model": "m", "max_tokens": 200, "messages": messages, "tools": TOOLS}
+        if turn >= 2:
+            body["temperature"] = 0.5  # after the messages: the bytes after the array differ from turn 2 on
+        response = server.http.post(f"/sessions/{session_id}/v1/messages", json=body)
+        assert response.status_code == 200, response.text
+        kept = server.state.registry.get(session_id).translations["anthropic"][0].request.messages
+        assert len(kept) == len(messages) and all(type(message) is Settled for message in kept)
+        content = response.json()["content"]
+        result = {"type": "tool_result", "tool_use_id": content[-1].get("id"), "content": f"sunny, day {turn}"}
+        messages = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": [result]}]
+    assert [turn["node_id"] for turn in turns_of(server, session_id)] == [0, 1, 2, 3]
+    [sample] = samples_of(server, session_id)
+    assert sample["tokens"][: len(server.engine.requests[-1].prompt_ids)] == list(server.engine.requests[-1].prompt_ids)
 
 
 def forged(content: list[dict[str, Any]]) -> list[dict[str, Any]]:

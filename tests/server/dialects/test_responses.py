@@ -399,7 +399,7 @@ def test_a_resend_of_the_same_tools_reuses_their_translation_and_other_tools_are
         request = reader.read(json.dumps({"input": items, "tools": CODEX_TOOLS, "store": False}).encode()).request
         tools = edge.request_tools_reusing(request, session)
         assert tools == edge.request_tools(request, "drop")
-        edge.chat_request_reusing(request, tools, session, signer, family)
+        edge.chat_request_reusing(request, tools, session, signer, family, lambda: pytest.fail("read whole again"))
         translated.append(tools)
         call = {"type": "function_call", "call_id": f"c{turn}", "name": "spawn_agent", "arguments": "{}"}
         items = [*items, call, {"type": "function_call_output", "call_id": f"c{turn}", "output": "spawned"}]

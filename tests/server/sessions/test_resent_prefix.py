@@ -124,15 +124,31 @@ def test_an_anthropic_resend_translates_only_its_new_messages_to_the_same_chat_r
     reader = anthropic.body_reader()
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
     tools = [{"name": "run", "description": "Run a command.", "input_schema": {"type": "object"}}]
-    for turn in range(5):
+    whole_reads = []
+    for turn in range(6):
+        # from the fifth body on a field after the messages changed: that body holds stand-ins no kept translation
+        # covers (its other fields are not the translated request's), so it is read whole again and translated whole
         asked = {"model": "m", "max_tokens": 64, "system": "Be brief.", "messages": messages, "tools": tools}
-        request = reader.read(json.dumps(asked).encode()).request
-        reused = anthropic.chat_request_reusing(request, session, signer, family)
-        assert reused.model_dump() == anthropic.chat_request(request, session, signer, family).model_dump()
-        assert are_held(request.tools) and are_held(reused.tools)
+        asked_bytes = json.dumps({**asked, "temperature": 0.5} if turn >= 4 else asked).encode()
+        read = reader.read(asked_bytes)
+        request = read.request
+        assert read.from_prefix is (turn > 0)
+
+        def whole(body: bytes = asked_bytes, turn: int = turn) -> anthropic.AnthropicRequest:
+            whole_reads.append(turn)
+            return reader.read_whole(body).request
+
+        expected = anthropic.chat_request(anthropic.parse_request(asked_bytes), session, signer, family)
+        reused = anthropic.chat_request_reusing(request, session, signer, family, whole)
+        assert reused.model_dump() == expected.model_dump()
+        assert are_held(reused.tools)
+        kept = session.translations["anthropic"][0].request.messages
+        assert len(kept) == len(messages) and all(type(m) is resent_prefix.Settled for m in kept)
+        assert reader._lasts[0].elements is kept  # the reader keeps the stand-ins, not the messages' JSON
         call = {"type": "tool_use", "id": f"call-{turn}", "name": "run", "input": {"cmd": "pytest"}}
         result = {"type": "tool_result", "tool_use_id": f"call-{turn}", "content": "1 failed ✓"}
         messages = [*messages, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    assert whole_reads == [4]
     assert len(session.translations["anthropic"][0].ends) == len(messages) - 2
 
 
@@ -144,14 +160,21 @@ def test_a_responses_resend_translates_only_its_items_after_the_last_closed_assi
     tools = [{"type": "function", "name": "run", "parameters": {"type": "object"}}]
     items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the test."}]
     for turn in range(5):
-        asked = {"model": "m", "instructions": "Be brief.", "input": items, "tools": tools}
-        request = reader.read(json.dumps(asked).encode()).request
+        asked = json.dumps({"model": "m", "instructions": "Be brief.", "input": items, "tools": tools}).encode()
+        request = reader.read(asked).request
         request_tools = responses.request_tools(request, "drop")
         assert are_held(request_tools.chat) and request_tools.echoed == orjson.dumps(tools)
-        reused = responses.chat_request_reusing(request, request_tools, session, signer, family)
-        whole = responses.chat_request(request, request_tools, session, signer, family)
+        whole = responses.chat_request(responses.parse_request(asked), request_tools, session, signer, family)
+        reused = responses.chat_request_reusing(
+            request, request_tools, session, signer, family, lambda body=asked: reader.read_whole(body).request
+        )
         assert reused.model_dump() == whole.model_dump()
-        assert are_held(request.tools) and are_held(reused.tools)
+        assert are_held(reused.tools)
+        # the items up to the last that closes every assistant message are stand-ins; those after it stay JSON
+        said_by_model = [item.get("role") == "assistant" or item.get("type") == "function_call" for item in items]
+        closed = max(index for index, by_model in enumerate(said_by_model) if not by_model)
+        kept = session.translations["responses"][0].request.input
+        assert [type(item) is resent_prefix.Settled for item in kept] == [i <= closed for i in range(len(items))]
         said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]}
         call = {"type": "function_call", "call_id": f"c{turn}", "name": "run", "arguments": '{"cmd": "pytest"}'}
         output = {"type": "function_call_output", "call_id": f"c{turn}", "output": "1 failed ✓"}

@@ -58,7 +58,7 @@ from tito.server.models import (
     json_objects,
 )
 from tito.server.sessions.registry import Session
-from tito.server.sessions.resent_prefix import ResentPrefix
+from tito.server.sessions.resent_prefix import ResentPrefix, holds_settled, settle
 from tito.server.sessions.shared_tools import with_shared_tools
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -138,7 +138,8 @@ class Translated:
     """A turn's request and the chat request it translated to, kept on the session: the next turn's request, read
     from this one's body prefix (server.sessions.resent_prefix), holds the same message objects and fields, and only its
     new messages are translated. They are not validated again as the chat request's messages: translation builds
-    them of strings and stored messages only, JSON objects by construction (the body's own were validated as read)."""
+    them of strings and stored messages only, JSON objects by construction (the body's own were validated as read).
+    The request's messages are `Settled` stand-ins once translated: the session keeps their chat form only."""
 
     request: AnthropicRequest
     chat: ChatCompletionRequest
@@ -147,12 +148,18 @@ class Translated:
 
 
 def chat_request_reusing(
-    request: AnthropicRequest, session: Session, signer: RoundTripSigner, family: Family
+    request: AnthropicRequest,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    whole: Callable[[], AnthropicRequest],
 ) -> ChatCompletionRequest:
     """`chat_request`, reusing the session's previous translation for the leading messages the request shares
-    with it (the same objects) when its other fields are the previous request's too."""
+    with it (the same objects) when its other fields are the previous request's too. The messages translated are
+    then settled (server.sessions.resent_prefix.settle); a request holding stand-ins that no kept translation covers
+    (its other fields changed, or the translation was let go) is read whole again (`whole`) and translated whole."""
     previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate.request, request))
-    if isinstance(previous, Translated) and kept > 0:
+    if isinstance(previous, Translated) and kept > 0 and not holds_settled(request.messages, kept):
         new: list[dict[str, Any]] = []
         ends = previous.ends[:kept]
         try:
@@ -162,10 +169,14 @@ def chat_request_reusing(
         else:
             messages = previous.chat.messages[: ends[kept - 1]] + new
             chat = previous.chat.model_copy(update={"messages": messages})
+            settle(request.messages, kept, len(request.messages))
             remember(session, DIALECT, Translated(request, chat, ends), previous)
             return chat
+    if holds_settled(request.messages):
+        request = whole()
     ends = []
     chat = chat_request(request, session, signer, family, ends)
+    settle(request.messages, 0, len(request.messages))
     remember(session, DIALECT, Translated(request, chat, ends), None)
     return chat
 

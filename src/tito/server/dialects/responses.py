@@ -63,7 +63,7 @@ from tito.server.models import (
     json_objects,
 )
 from tito.server.sessions.registry import Session
-from tito.server.sessions.resent_prefix import ResentPrefix
+from tito.server.sessions.resent_prefix import ResentPrefix, holds_settled, settle
 from tito.server.sessions.shared_tools import held_tools, held_tools_json, with_shared_tools
 from tito.server.turns.streaming import message_deltas
 from tito.trajectory.events import TurnCommitted
@@ -260,26 +260,49 @@ class Translated:
 
 
 def chat_request_reusing(
-    request: ResponsesRequest, tools: RequestTools, session: Session, signer: RoundTripSigner, family: Family
+    request: ResponsesRequest,
+    tools: RequestTools,
+    session: Session,
+    signer: RoundTripSigner,
+    family: Family,
+    whole: Callable[[], ResponsesRequest],
 ) -> ChatCompletionRequest:
     """`chat_request`, reusing the session's previous translation for the leading items the request shares with
-    it (the same objects) when its other fields are the previous request's too."""
+    it (the same objects) when its other fields are the previous request's too. The items a later resend can reuse
+    the translation of are then settled (server.sessions.resent_prefix.settle); a request holding stand-ins that no
+    kept translation covers is read whole again (`whole`) and translated whole."""
     previous, kept = reusable(session, DIALECT, lambda candidate: _kept(candidate, request))
-    if isinstance(previous, Translated) and kept > 0 and isinstance(request.input, list):
+    items = request.input
+    if isinstance(previous, Translated) and kept > 0 and isinstance(items, list) and not holds_settled(items, kept):
         ends = previous.ends[:kept]
         new: list[dict[str, Any]] = []
         try:
-            _Translation(session, signer, tools).messages(request.input, kept, new, ends, ends[-1])
+            _Translation(session, signer, tools).messages(items, kept, new, ends, ends[-1])
         except TitoError:
             pass  # the whole translation names the error and its place
         else:
             chat = previous.chat.model_copy(update={"messages": previous.chat.messages[: ends[kept - 1]] + new})
+            _settle_reusable(request, ends, kept)
             remember(session, DIALECT, Translated(request, chat, tools, ends), previous)
             return chat
+    if isinstance(items, list) and holds_settled(items):
+        request = whole()
     ends = []
     chat = chat_request(request, tools, session, signer, family, ends)
+    _settle_reusable(request, ends, 0)
     remember(session, DIALECT, Translated(request, chat, tools, ends), None)
     return chat
+
+
+def _settle_reusable(request: ResponsesRequest, ends: list[int], start: int) -> None:
+    """Settle the items from `start` to the last that closes every assistant message: a later resend translates
+    anew the items after it (`_kept`), and none of a request continuing a stored response (it reuses nothing)."""
+    if request.previous_response_id is not None or not isinstance(request.input, list):
+        return
+    stop = len(ends)
+    while stop > start and ends[stop - 1] < 0:
+        stop -= 1
+    settle(request.input, start, stop)
 
 
 def _kept(previous: Translated, request: ResponsesRequest) -> int:

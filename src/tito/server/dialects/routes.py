@@ -29,7 +29,7 @@ from tito.server.models import ChatCompletionRequest
 from tito.server.replies import ErrorShape, error_reply, header_values, json_response, read_body
 from tito.server.sessions.lineage import lineage_of
 from tito.server.sessions.registry import Session
-from tito.server.sessions.resent_prefix import ReadBody, ResentPrefix
+from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.state import ServerState
 from tito.server.turns.completions import PreparedTurn, TurnPrompt, complete_turn, plan_prompt, prepare_turn
 from tito.server.turns.retries import request_key, unmarked_key
@@ -101,19 +101,22 @@ def dialect_routes(state: ServerState) -> APIRouter:
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
-    def read(session: Session, dialect: str, reader: Callable[[], ResentPrefix[Any]], body: bytes) -> ReadBody[Any]:
-        """The dialect's request read from the session's previous body of that dialect where it is its prefix."""
+    def reader_of(session: Session, dialect: str, reader: Callable[[], ResentPrefix[Any]]) -> ResentPrefix[Any]:
+        """The session's reader of `dialect`'s bodies: each read from the previous one's prefix where it is one."""
         prefix = session.resent_bodies.get(dialect)
         if prefix is None:
             prefix = session.resent_bodies[dialect] = reader()
-        return prefix.read(body)
+        return prefix
 
     def anthropic_turn(body: bytes, session: Session) -> DialectTurn:
-        got = read(session, anthropic.DIALECT, anthropic.body_reader, body)
+        reader = reader_of(session, anthropic.DIALECT, anthropic.body_reader)
+        got = reader.read(body)
         asked = got.request
         model = state.reply_model(asked.model)
         return DialectTurn(
-            anthropic.chat_request_reusing(asked, session, signer, state.tokenizers.family),
+            anthropic.chat_request_reusing(
+                asked, session, signer, state.tokenizers.family, lambda: reader.read_whole(body).request
+            ),
             bool(asked.stream),
             "msg",
             anthropic.DIALECT,
@@ -125,13 +128,16 @@ def dialect_routes(state: ServerState) -> APIRouter:
         )
 
     def responses_turn(body: bytes, session: Session) -> DialectTurn:
-        got = read(session, responses.DIALECT, responses.body_reader, body)
+        reader = reader_of(session, responses.DIALECT, responses.body_reader)
+        got = reader.read(body)
         asked = got.request
         tools = responses.request_tools_reusing(asked, session)
         echo = responses.echo_fields(asked, tools)
         model = state.reply_model(asked.model)
         return DialectTurn(
-            responses.chat_request_reusing(asked, tools, session, signer, state.tokenizers.family),
+            responses.chat_request_reusing(
+                asked, tools, session, signer, state.tokenizers.family, lambda: reader.read_whole(body).request
+            ),
             bool(asked.stream),
             "resp",
             responses.DIALECT,
