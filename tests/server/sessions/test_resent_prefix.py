@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import operator
 import random
@@ -20,6 +19,7 @@ from tito.server.models import ChatCompletionRequest, json_objects
 from tito.server.sessions import resent_prefix
 from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.completions import chat_body_reader, parse_chat_request
+from tito.server.turns.retries import unmarked_key
 from tito.trajectory.shared_values import SHARED
 
 
@@ -32,7 +32,7 @@ def check(prefix: ResentPrefix[ChatCompletionRequest], body: bytes, from_prefix:
     whole = parse_chat_request(body)
     assert read.from_prefix is from_prefix
     assert read.request.model_dump() == whole.model_dump()
-    assert read.digest.hexdigest() == hashlib.blake2b(body, digest_size=16).hexdigest()
+    assert read.digest.hexdigest() == unmarked_key(body).fingerprint
     return read.request
 
 
@@ -107,7 +107,7 @@ def test_anthropic_and_responses_bodies_are_read_from_the_previous_ones_prefix_t
         read = anthropic_reader.read(asked)
         assert read.from_prefix is (count > 1)
         assert read.request.model_dump() == anthropic.parse_request(asked).model_dump()
-        assert read.digest.hexdigest() == hashlib.blake2b(asked, digest_size=16).hexdigest()
+        assert read.digest.hexdigest() == unmarked_key(asked).fingerprint
         asked = json.dumps({"model": "m", "input": messages, "instructions": "Be brief."}).encode()
         read = responses_reader.read(asked)
         assert read.from_prefix is (count > 1)
@@ -226,7 +226,7 @@ def read_as_whole(prefix: ResentPrefix[ChatCompletionRequest], body: bytes) -> b
         return False
     read = prefix.read(body)
     assert read.request.model_dump() == whole.model_dump()
-    assert read.digest.hexdigest() == hashlib.blake2b(body, digest_size=16).hexdigest()
+    assert read.digest.hexdigest() == unmarked_key(body).fingerprint
     return read.from_prefix
 
 

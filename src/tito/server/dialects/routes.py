@@ -56,7 +56,7 @@ class DialectTurn:
     recorded: Mapping[str, Any] = field(default_factory=dict)
     """What the turn records of the request beyond its prompt (its metadata), e.g. the hosted tools left out."""
     digest: Any = None
-    """The body's blake2b, computed as it was read (server.sessions.resent_prefix)."""
+    """The body's xxh3-128 fingerprint state, computed as it was read (server.sessions.resent_prefix)."""
 
 
 Translate = Callable[[bytes, Session], DialectTurn]

@@ -3,19 +3,20 @@
 Agents resend the whole conversation every turn; the leading bytes of a turn's body are most often the previous
 turn's body up to (nearly) the end of its conversation array (`messages`, `input`). `ResentPrefix` keeps, for one
 route of one session, what it needs of the last body of each of its last CONVERSATIONS conversations (a sub-agent's
-turns come between the main loop's): the byte offsets where the array's last few elements end, the blake2b state of
-the body at each of those offsets, the validated elements, and the body's bytes from the first of those offsets to
-the array's `]` (the last few elements), with xxh3-128 digests of the bytes before and after them (`_Last`). A body
-whose bytes before the first offset digest alike and whose bytes from there are the kept ones up to such an offset
-is read from there: only the new elements are parsed and validated (alone, the request's other fields reused, when
-the bytes after the array digest as the old body's: the array's `]` is then where those bytes start, so the
-validator is the one parser of the new elements, and of their ends only the last is found, the earlier ones scanned
-for only when a later body parts before it; else in a body built of the head, the new elements and the rest, their
-ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the held digest
-state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one whose
-earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read whole,
-and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites its
-last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it rewrote.
+turns come between the main loop's): the byte offsets where the array's last few elements end, the fingerprint's
+xxh3-128 state of the body at each of those offsets, the validated elements, and the body's bytes from the first of
+those offsets to the array's `]` (the last few elements), with xxh3-128 digests of the bytes before and after them
+(`_Last`). A body whose bytes before the first offset digest alike and whose bytes from there are the kept ones up
+to such an offset is read from there: only the new elements are parsed and validated (alone, the request's other
+fields reused, when the bytes after the array digest as the old body's: the array's `]` is then where those bytes
+start, so the validator is the one parser of the new elements, and of their ends only the last is found, the earlier
+ones scanned for only when a later body parts before it; else in a body built of the head, the new elements and the
+rest, their ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the held
+digest state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one
+whose earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read
+whole, and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites
+its last few messages each turn (Claude Code moves its `cache_control` marks) still reads from the first one it
+rewrote.
 
 Digests, not the bytes, stand for the history and the request's later fields (an agent's tools): keeping each
 previous body whole cost about 5 bytes per token of history (issue 34). xxh3 runs at memory speed (as fast as the
@@ -34,7 +35,6 @@ Imports nothing from tito.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -76,11 +76,11 @@ def holds_settled(elements: list[Any], start: int = 0) -> bool:
 @dataclass(frozen=True)
 class _Mark:
     """Where one element of the array ends in the body: its byte offset, the element count up to it, and the
-    blake2b state of the body's bytes before it."""
+    fingerprint's xxh3-128 state of the body's bytes before it."""
 
     offset: int
     count: int
-    digest: Any  # hashlib's blake2b object (no public type)
+    digest: Any  # an xxhash.xxh3_128 state
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,8 @@ class _Last:
 
 @dataclass(frozen=True)
 class ReadBody(Generic[Request]):
-    """A request body read: the validated request and the blake2b digest of the whole body (unfinalised)."""
+    """A request body read: the validated request and the xxh3-128 digest of the whole body (unfinalised: the
+    request's fingerprint, server.turns.retries)."""
 
     request: Request
     digest: Any
@@ -166,7 +167,7 @@ class ResentPrefix(Generic[Request]):
         read from the prefix holds `Settled` stand-ins it cannot translate from its kept translation."""
         request = self.validate(body)
         self.hold(self.elements(request))
-        digest = hashlib.blake2b(body, digest_size=16)
+        digest = xxhash.xxh3_128(body)
         located = _locate(body, self.key, self.elements(request), request)
         if located is not None:
             self._remember(located, None)
@@ -352,7 +353,7 @@ def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last |
         return None
     candidates = [(opened, 0), *((end, count + 1) for count, end in enumerate(ends))][-KEPT:]
     array_open, *offsets, close_at = _byte_offsets(text, [opened, *(position for position, _ in candidates), close], 0)
-    first = _Mark(offsets[0], candidates[0][1], hashlib.blake2b(memoryview(body)[: offsets[0]], digest_size=16))
+    first = _Mark(offsets[0], candidates[0][1], xxhash.xxh3_128(memoryview(body)[: offsets[0]]))
     later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
     return _last(body, array_open, close_at, _extend([first], body, later), elements, request)
 

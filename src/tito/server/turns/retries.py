@@ -8,15 +8,21 @@ retry. A retry whose request the session committed gets that turn back, never a 
 fingerprint, so only a resend with the same key and the same body finds the committed turn: an agent that sends
 the same conversation again under a new key asks for a new sample.
 
+The fingerprint is the body's xxh3-128 (it was blake2b until issue 34: hashing an agent's ~70 KB of tools after the
+messages cost ~0.1 ms a turn; xxh3 runs at memory speed). It tells a session's own requests apart; a client could
+craft two bodies that collide only against its own session, and would get its own committed turn back. A retry sent
+after an upgrade across that change does not find a turn committed before it, and samples anew.
+
 Imports nothing from tito.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import xxhash
 
 SDK_RETRY_HEADER = "x-stainless-retry-count"
 """The openai and anthropic SDKs' retry counter: > 0 marks a resend of a request that may already have committed."""
@@ -34,8 +40,8 @@ class RequestKey:
 
 def request_key(body: bytes, headers: Mapping[str, str], digest: Any = None) -> RequestKey:
     """The fingerprint of the request body (and its idempotency key, when one is sent) and its retry mark;
-    `digest`: the body's blake2b (digest_size 16) already computed (server.sessions.resent_prefix), else it is here."""
-    digest = digest if digest is not None else hashlib.blake2b(body, digest_size=16)
+    `digest`: the body's xxh3-128 state already computed (server.sessions.resent_prefix), else it is here."""
+    digest = digest if digest is not None else xxhash.xxh3_128(body)
     idempotency_key = headers.get(IDEMPOTENCY_HEADER)
     if idempotency_key:
         digest.update(b"\0idempotency-key\0" + idempotency_key.encode())
@@ -46,4 +52,4 @@ def request_key(body: bytes, headers: Mapping[str, str], digest: Any = None) -> 
 
 def unmarked_key(body: bytes) -> RequestKey:
     """A request that is never a retry (counting tokens, a benchmark's direct call): its fingerprint only."""
-    return RequestKey(hashlib.blake2b(body, digest_size=16).hexdigest(), False)
+    return RequestKey(xxhash.xxh3_128(body).hexdigest(), False)
