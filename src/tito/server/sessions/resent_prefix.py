@@ -27,8 +27,9 @@ A dialect that translates its elements to chat messages puts a `Settled` stand-i
 translated (`settle`): a later resend reuses that translation, found by the stand-ins' identity, and a request whose
 stand-ins no kept translation covers is read whole again (`read_whole`).
 
-What the per-turn path still does in proportion to the history: digesting the body's head once (compared, then
-continued to the next turn's first mark: ~8 us at 100k tokens) and a shallow copy of the list of element references.
+What the per-turn path still does in proportion to the history: digesting the body's head once, to compare it (~8 us
+at 100k tokens; the head digest kept for the next turn is the first kept mark's fingerprint state, the same xxh3-128
+of the same bytes), and a shallow copy of the list of element references.
 
 Imports nothing from tito.
 """
@@ -146,18 +147,17 @@ class ResentPrefix(Generic[Request]):
 
     def read(self, body: bytes) -> ReadBody[Request]:
         """The validated request and its digest; from a previous body's prefix when it is one, else whole."""
-        head: tuple[int, _Mark, Any] | None = None
+        head: tuple[int, _Mark] | None = None
         for index in range(len(self._lasts)):
-            shared = self._shared_mark(body, index)
-            if shared is None:
+            mark = self._shared_mark(body, index)
+            if mark is None:
                 continue
-            mark, hashed = shared
             if mark.count == 0:  # only the head shared: another conversation (a sub-agent's), read from that
-                head = head or (index, mark, hashed)  # head only when no kept body shares an element
-            elif (read := self._read_tail(body, self._lasts[index], mark, hashed)) is not None:
+                head = head or (index, mark)  # head only when no kept body shares an element
+            elif (read := self._read_tail(body, self._lasts[index], mark)) is not None:
                 self._remember(read[1], index)
                 return read[0]
-        if head is not None and (read := self._read_tail(body, self._lasts[head[0]], *head[1:])) is not None:
+        if head is not None and (read := self._read_tail(body, self._lasts[head[0]], head[1])) is not None:
             self._remember(read[1], None)
             return read[0]
         return self.read_whole(body)
@@ -173,23 +173,19 @@ class ResentPrefix(Generic[Request]):
             self._remember(located, None)
         return ReadBody(request, digest, False)
 
-    def _shared_mark(self, body: bytes, index: int) -> tuple[_Mark, Any] | None:
-        """The last mark of the `index`th kept body up to which `body` is that body's bytes, and the xxh3 state of
-        `body` up to that body's first mark (what the next turn's head digest continues). When the next mark is
+    def _shared_mark(self, body: bytes, index: int) -> _Mark | None:
+        """The last mark of the `index`th kept body up to which `body` is that body's bytes. When the next mark is
         more than one element on (a read from the end marked only its new elements' last end), the element ends
         between are found first (_filled): `body` may part at one of them."""
         last = self._lasts[index]
-        if len(body) < last.base:
-            return None
-        hashed = xxhash.xxh3_128(memoryview(body)[: last.base])
-        if hashed.digest() != last.head:
+        if len(body) < last.base or xxhash.xxh3_128_digest(memoryview(body)[: last.base]) != last.head:
             return None
         at = len(last.marks) - 1
         while at >= 0:
             if body.startswith(memoryview(last.tail)[: last.marks[at].offset - last.base], last.base):
                 filled = _filled(last, at)
                 if filled is last:
-                    return last.marks[at], hashed
+                    return last.marks[at]
                 at += len(filled.marks) - len(last.marks)  # the last end found: the loop goes back from there
                 last = self._lasts[index] = filled
             else:
@@ -202,9 +198,7 @@ class ResentPrefix(Generic[Request]):
         self._lasts.insert(0, last)
         del self._lasts[CONVERSATIONS:]
 
-    def _read_appended(
-        self, body: bytes, last: _Last, mark: _Mark, hashed: Any
-    ) -> tuple[ReadBody[Request], _Last] | None:
+    def _read_appended(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """The usual resend read without scanning its new elements: when `body` ends with the previous body's bytes
         after its array, the array's `]` is where they start, the new elements (from `mark` to it) are validated at
         once and only the last one's end is marked (the others are found when a later body parts before it:
@@ -234,14 +228,14 @@ class ResentPrefix(Generic[Request]):
         marks = _extend(kept, body, [(end, len(elements))])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the new mark, then the rest
         digest.update(memoryview(body)[end:])
-        kept_last = _last(body, last.array_open, close, marks, elements, request, (last.base, hashed))
+        kept_last = _last(body, last.array_open, close, marks, elements, request, last.rest)
         return ReadBody(request, digest, True), kept_last
 
-    def _read_tail(self, body: bytes, last: _Last, mark: _Mark, hashed: Any) -> tuple[ReadBody[Request], _Last] | None:
+    def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
         when the new elements are invalid, so the error names their place in the whole array). The new elements
         are scanned for their ends only when the bytes after the array changed (else _read_appended)."""
-        appended = self._read_appended(body, last, mark, hashed)
+        appended = self._read_appended(body, last, mark)
         if appended is not None:
             return appended
         try:
@@ -272,7 +266,7 @@ class ResentPrefix(Generic[Request]):
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
         digest.update(memoryview(body)[marks[-1].offset :])
-        kept_last = _last(body, last.array_open, close_at, marks, elements, request, (last.base, hashed))
+        kept_last = _last(body, last.array_open, close_at, marks, elements, request)
         return ReadBody(request, digest, True), kept_last
 
 
@@ -322,18 +316,13 @@ def _last(
     marks: tuple[_Mark, ...],
     elements: list[Any],
     request: Any,
-    hashed: tuple[int, Any] | None = None,
+    rest: bytes | None = None,
 ) -> _Last:
-    """What is kept of `body` (_Last); `hashed`: an offset and the xxh3 state of the body's bytes before it (the
-    head a read from the prefix compared), continued to the first mark rather than the head digested again."""
-    base, view = marks[0].offset, memoryview(body)
-    if hashed is not None and hashed[0] <= base:
-        state = hashed[1].copy()
-        state.update(view[hashed[0] : base])
-        head = state.digest()
-    else:
-        head = xxhash.xxh3_128_digest(view[:base])
-    rest = xxhash.xxh3_128_digest(view[close:])
+    """What is kept of `body` (_Last). The head's digest is the first mark's fingerprint state (the same xxh3-128 of
+    the same bytes), so it is never hashed again; `rest`: the digest of the bytes after the array when known."""
+    base = marks[0].offset
+    rest = rest if rest is not None else xxhash.xxh3_128_digest(memoryview(body)[close:])
+    head = marks[0].digest.digest()
     return _Last(len(body), base, head, body[base:close], rest, array_open, close, marks, elements, request)
 
 
