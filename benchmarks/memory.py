@@ -9,7 +9,8 @@ collection, tracemalloc's count of what the sessions still hold (everything allo
 the warm-up that is still alive: ids, logprobs, messages, tools, metadata, indexes; not the client's; the loop first
 runs its pending callbacks, as a server's loop does between requests, so the turns' cancelled watch tasks end) plus
 the bytes the sessions' body readers keep that the client allocated (a body handed over in one piece is kept without
-a copy; under uvicorn a larger one is joined in tito's frames) is divided by the stored tokens (each node's own
+a copy; under uvicorn a larger one is joined in tito's frames) and the native xxh3 states their marks hold (allocated
+outside Python's allocator: `native_digest_bytes`) is divided by the stored tokens (each node's own
 prompt ids and sampled ids). The deep size of the trajectories' id and logprob arrays is given beside it (the id
 storage alone: 4 bytes an id once, 8 when a second copy is kept).
 
@@ -175,6 +176,22 @@ def kept_client_bytes(state: Any) -> int:
     return sum(sys.getsizeof(value) for value in kept.values() if not allocated_by_tito(value))
 
 
+XXH3_STATE_BYTES = 640
+"""An xxhash.xxh3_128 object's native state: `XXH3_state_t` (576 bytes) from xxHash's aligned malloc (64 more), outside
+Python's allocator, so tracemalloc sees only the 48-byte Python object."""
+
+
+def native_digest_bytes(state: Any) -> int:
+    """Bytes of the xxh3 states the readers' marks hold (the fingerprint continued from each kept mark), which
+    tracemalloc cannot see; a blake2b state (older trees) is Python-allocated and already counted."""
+    states = {}
+    for session in state.registry:
+        for reader in getattr(session, "resent_bodies", {}).values():
+            for last in reader._lasts:
+                states.update((id(mark.digest), mark.digest) for mark in last.marks)
+    return XXH3_STATE_BYTES * sum(type(digest).__module__ == "xxhash" for digest in states.values())
+
+
 def allocated_by_tito(value: object) -> bool:
     where = tracemalloc.get_object_traceback(value)
     return where is not None and any("/tito/" in frame.filename for frame in where)
@@ -232,7 +249,7 @@ async def measure(tokens: int, sessions: int, dialect: str) -> dict[str, float]:
         held = sum(trace.size for trace in snapshot.traces)
         pool = tracemalloc.Filter(True, "*/tito/prompt_buffers.py", all_frames=True)
         buffers = sum(trace.size for trace in snapshot.filter_traces([pool]).traces)
-        held += kept_client_bytes(state)
+        held += kept_client_bytes(state) + native_digest_bytes(state)
         tracemalloc.stop()
     stored = turns = id_bytes = text_bytes = 0
     for session in state.registry:
