@@ -396,7 +396,8 @@ def test_a_resend_of_the_same_tools_reuses_their_translation_and_other_tools_are
     items: list[Any] = [{"role": "user", "content": QUESTION}]
     translated = []
     for turn in range(3):
-        request = reader.read(json.dumps({"input": items, "tools": CODEX_TOOLS, "store": False}).encode()).request
+        asked = {"input": items, "tools": CODEX_TOOLS, "store": False, "client_metadata": {"turn_id": f"t{turn}"}}
+        request = reader.read(json.dumps(asked).encode()).request  # the fields after the input parsed again, equal
         tools = edge.request_tools_reusing(request, session)
         assert tools == edge.request_tools(request, "drop")
         edge.chat_request_reusing(request, tools, session, signer, family, lambda: pytest.fail("read whole again"))

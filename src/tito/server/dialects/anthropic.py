@@ -40,7 +40,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
-    same_objects,
+    same_values,
     signed_turn,
     thinking_kwargs,
 )
@@ -183,8 +183,8 @@ def chat_request_reusing(
 
 def _kept(previous: AnthropicRequest, request: AnthropicRequest) -> int:
     """How many leading messages `request` shares with `previous` (the same objects), 0 unless every other
-    field is the same object too (a body read from the previous one's prefix)."""
-    if not same_objects(_OTHER_FIELDS, request, previous):
+    field is equal too (the same objects in a body read from the previous one's prefix)."""
+    if not same_values(_OTHER_FIELDS, request, previous):
         return 0
     if request.model_extra != previous.model_extra:
         return 0

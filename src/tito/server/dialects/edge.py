@@ -11,7 +11,6 @@ Imports from tito: families.base, server.dialects.signing, server.errors, server
 from __future__ import annotations
 
 import json
-import operator
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -120,10 +119,12 @@ TRANSLATIONS = 3
 main loop's)."""
 
 
-def same_objects(fields: Callable[[Any], tuple[Any, ...]], request: Any, previous: Any) -> bool:
-    """Whether every one of `fields` (an `operator.attrgetter` of several names) of `request` is the very object
-    of `previous`'s, as in a body read from the previous one's prefix (compared in C: a request has a dozen)."""
-    return all(map(operator.is_, fields(request), fields(previous)))
+def same_values(fields: Callable[[Any], tuple[Any, ...]], request: Any, previous: Any) -> bool:
+    """Whether every one of `fields` (an `operator.attrgetter` of several names) of `request` equals `previous`'s:
+    the very objects in a body read from the previous one's prefix, equal ones where the bytes after its
+    conversation changed and those fields were parsed again (Codex's `client_metadata` changes every turn). One
+    tuple comparison in C: identity first, `==` only for a field that is not the same object."""
+    return fields(request) == fields(previous)
 
 
 def reusable(session: Session, dialect: str, kept: Callable[[Any], int]) -> tuple[Any, int]:

@@ -45,7 +45,7 @@ from tito.server.dialects.edge import (
     remember,
     resent_assistant,
     reusable,
-    same_objects,
+    same_values,
     signed_turn,
     stored_turn,
     thinking_kwargs,
@@ -200,11 +200,12 @@ class RequestTools:
 
 
 def request_tools_reusing(request: ResponsesRequest, session: Session) -> RequestTools:
-    """`request_tools` under the session's `hosted_tools`, or those of a kept translation whose request sent the
-    very same tools object (a body read from its prefix): the same tools under the same policy translate alike."""
+    """`request_tools` under the session's `hosted_tools`, or those of a kept translation whose request sent equal
+    tools (the process's held objects, server.sessions.shared_tools: compared by identity, item by item): the same
+    tools under the same policy translate alike."""
     if request.tools is not None:
         for candidate in session.translations.get(DIALECT, ()):
-            if isinstance(candidate, Translated) and candidate.request.tools is request.tools:
+            if isinstance(candidate, Translated) and candidate.request.tools == request.tools:
                 return candidate.tools
     return request_tools(request, session.config.hosted_tools)
 
@@ -307,13 +308,13 @@ def _settle_reusable(request: ResponsesRequest, ends: list[int], start: int) -> 
 
 def _kept(previous: Translated, request: ResponsesRequest) -> int:
     """How many leading items `request` shares with the previous one (the same objects), cut back to the last that
-    closes every assistant message; 0 unless every other field is the same object too and the input a list."""
+    closes every assistant message; 0 unless every other declared field is equal too and the input a list. Fields
+    the model does not declare are not compared: the translation reads none of them (Codex sends a
+    `client_metadata` that changes every turn)."""
     before = previous.request
     if before.previous_response_id is not None or not isinstance(request.input, list):
         return 0
-    if not same_objects(_OTHER_FIELDS, request, before):
-        return 0
-    if request.model_extra != before.model_extra or not isinstance(before.input, list):
+    if not same_values(_OTHER_FIELDS, request, before) or not isinstance(before.input, list):
         return 0
     kept = 0
     for mine, theirs in zip(request.input, before.input, strict=False):
