@@ -20,7 +20,8 @@ and indexes): the issue's floor of 4-8 bytes (an int32 id, a float32 logprob per
 Goal (issue 34): <= 10 bytes per stored token of tito's own storage.
 
 Sessions speak each of `--dialects`: chat; Anthropic's messages in Claude Code's shape (the system prompt apart,
-`input_schema` tools); Responses in Codex's (`instructions`, flat function tools, output items resent as input).
+`input_schema` tools); Responses in Codex's (`instructions`, flat function tools, output items resent as input, a
+`client_metadata` after them that changes every turn).
 
 Run: PYTHONPATH=src python benchmarks/memory.py [--old REV] [--tokens 8192 32768] [--sessions 4]
 [--dialects chat anthropic responses]
@@ -156,9 +157,12 @@ def anthropic_body(system: str, conversation: list[dict[str, Any]], tools: list[
 
 
 def responses_body(system: str, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str, Any]:
-    """Codex's shape: the system prompt as `instructions`, flat function tools, the output items resent as input."""
+    """Codex's shape: the system prompt as `instructions`, flat function tools, the output items resent as input,
+    and a `client_metadata` after them that changes every turn."""
     flat = [{"type": "function", **tool["function"]} for tool in tools]
-    return "/v1/responses", {"model": "m", "instructions": system, "input": conversation, "tools": flat}
+    metadata = {"turn_id": f"turn-{len(conversation)}"}
+    return "/v1/responses", {"model": "m", "instructions": system, "input": conversation, "tools": flat,
+                             "client_metadata": metadata}  # fmt: skip
 
 
 DIALECTS = {"chat": chat_body, "anthropic": anthropic_body, "responses": responses_body}

@@ -186,8 +186,9 @@ class Responses(Dialect):
         tools = [{"type": "function", "name": t["name"], "description": t["description"], "parameters": t["schema"],
                   "strict": False} for t in self.tools]  # fmt: skip
         asked = {"model": "m", "instructions": self.system, "input": self.items, "tools": tools, "stream": stream,
-                 "store": False}  # fmt: skip
-        return orjson.dumps(asked)
+                 "store": False, "include": ["reasoning.encrypted_content"],
+                 "client_metadata": {"turn_id": f"turn-{len(self.items)}"}}  # fmt: skip
+        return orjson.dumps(asked)  # Codex's client_metadata, after the input, changes every turn
 
     def take_reply(self, body: bytes, stream: bool) -> tuple[str, int]:
         if stream:
