@@ -67,6 +67,19 @@ def test_the_same_body_again_reads_as_before_and_a_changed_field_reads_whole() -
     check(prefix, body([*turns(3), {"role": "user", "content": "more"}], temperature=0.7, tools=[]), True)
 
 
+def test_fields_parsed_again_after_a_changed_later_field_are_the_previous_requests_where_equal() -> None:
+    """The bytes after the array changed (Codex's `client_metadata` does every turn), so the request's other fields
+    are parsed again: where equal they are the previous request's very objects (no second copy kept, and a dialect
+    finds its translation by identity); a changed one is the new value."""
+    prefix = reader()
+    messages = turns(3)
+    tools = [{"type": "function", "function": {"name": "run", "description": "Run it ✓", "parameters": {}}}]
+    first = check(prefix, body(messages[:3], tools=tools, seed=1), False)
+    later = check(prefix, body(messages[:5], tools=tools, seed=2), True)
+    assert later.tools is first.tools and later.seed == 2
+    assert later.messages[:3] == first.messages[:3] and all(map(operator.is_, later.messages[:3], first.messages))
+
+
 def test_rewritten_last_messages_read_from_the_first_rewritten_one() -> None:
     """Claude Code moves its cache marks on the last messages each turn: the bytes part a few elements back."""
     prefix = reader()

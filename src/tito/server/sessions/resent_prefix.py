@@ -261,13 +261,25 @@ class ResentPrefix(Generic[Request]):
             return None
         self.hold(self.elements(new))
         elements = last.elements[: mark.count] + self.elements(new)
-        request = self.with_elements(new, elements)
+        request = self.with_elements(_with_equal_fields_of(new, last.request, self.key), elements)
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
         digest.update(memoryview(body)[marks[-1].offset :])
         kept_last = _last(body, last.array_open, close_at, marks, elements, request)
         return ReadBody(request, digest, True), kept_last
+
+
+def _with_equal_fields_of(request: Any, previous: Any, key: str) -> Any:
+    """`request` (a pydantic model) with each declared field but the array `key` that equals `previous`'s holding
+    `previous`'s very object. A body whose bytes after the array changed (Codex's `client_metadata` does every turn)
+    has its other fields parsed again: equal values, new objects, a second copy of the system prompt a session keeps
+    (`instructions` is read with the head) and no translation a dialect can find by identity."""
+    equal = {}
+    for name in type(request).model_fields:
+        if name != key and (old := getattr(previous, name)) is not (new := getattr(request, name)) and old == new:
+            equal[name] = old
+    return request.model_copy(update=equal) if equal else request
 
 
 def _filled(last: _Last, at: int) -> _Last:
