@@ -9,6 +9,8 @@ measured turns (robust to a shared machine), with the access log's `tito_ms` of 
   sized       chat, Anthropic Messages and Responses, whole and streamed, at --tokens (8k and 32k): the history grows
               with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size. A whole and
               a streamed session of each tree run in lockstep, so the streamed/whole ratio is measured side by side.
+              --sessions N: N sessions per server send each turn at once (load, as issue 34 first measured it: 64),
+              and the server's CPU over them is divided by N; the default, one, is a lone turn's cost.
   --agent     the coding agents' shape: streamed, 25 tools with large JSON schemas, a ~20k-token system prompt, tool
               outputs from a few lines to thousands, up to --agent-tokens (100k+); medians per history band.
   pace        each configuration prints the CPU ms of a fixed pure-Python loop run just before and after it: the
@@ -19,7 +21,7 @@ measured turns (robust to a shared machine), with the access log's `tito_ms` of 
               CPU (schedstat's second field) is printed too: on a busy machine it, not tito's work, fills `tito_ms`.
 
 Run: PYTHONPATH=src python benchmarks/turn_cpu.py [--old REV] [--tito-src SRC...] [--tokens 8192 32768] [--measured 15]
-     [--dialects chat anthropic responses] [--agent] [--agent-tokens 110000]
+     [--dialects chat anthropic responses] [--sessions 64] [--agent] [--agent-tokens 110000]
 """
 
 from __future__ import annotations
@@ -216,36 +218,47 @@ class Turns:
     prompt_tokens: list[int] = field(default_factory=list)
 
 
-async def drive(servers: list[tuple[int, int]], dialects: list[Dialect], streams: list[bool], outputs: list[int],
+async def drive(servers: list[tuple[int, int]], dialects: list[list[Dialect]], streams: list[bool], outputs: list[int],
                 measure_from: int) -> list[Turns]:  # fmt: skip
-    """One session on each server (port, pid), streamed or whole as `streams` says, driven in lockstep (each turn on
-    every server in turn, so a change of the machine's load falls on all alike): a turn per entry of `outputs` (the
-    chars of the tool output appended after it); the turns from `measure_from` on are measured."""
-    connections = [RawConnection(port) for port, _ in servers]
+    """Sessions on each server (port, pid), one per entry of `dialects[server]`, streamed or whole as `streams`
+    says, driven in lockstep (each turn on every server in turn, so a change of the machine's load falls on all
+    alike): a turn per entry of `outputs` (the chars of the tool output appended after it); the turns from
+    `measure_from` on are measured. A server's sessions send their turns at once, each on its own connection, and
+    the server's CPU over them is divided among them: one session is the server's cost of a lone turn (every
+    wake-up its own), many are its cost per turn under load (the wake-ups shared, as the issue measured it)."""
+    connections = [[RawConnection(port) for _ in lane] for (port, _), lane in zip(servers, dialects, strict=True)]
     measured = [Turns() for _ in servers]
     try:
-        paths = []
-        for connection, dialect in zip(connections, dialects, strict=True):
-            _, body = await connection.request("POST", "/sessions")
-            paths.append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
+        paths: list[list[str]] = []
+        for lane_connections, lane in zip(connections, dialects, strict=True):
+            paths.append([])
+            for connection, dialect in zip(lane_connections, lane, strict=True):
+                _, body = await connection.request("POST", "/sessions")
+                paths[-1].append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
         lanes = list(zip(servers, connections, paths, dialects, streams, measured, strict=True))
         for turn, chars in enumerate(outputs):
-            for (_, pid), connection, path, dialect, stream, turns in lanes:
-                payload = dialect.body(stream)
+            for (_, pid), lane_connections, lane_paths, lane, stream, turns in lanes:
+                payloads = [dialect.body(stream) for dialect in lane]
+                sent = zip(lane_connections, lane_paths, payloads, strict=True)
+                requests = [connection.request("POST", path, payload) for connection, path, payload in sent]
                 before = cpu_ns(pid)
-                status, body = await connection.request("POST", path, payload)
+                replies = await asyncio.gather(*requests)
                 after = cpu_ns(pid)
-                if status != 200:
-                    raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
-                call_id, prompt = dialect.take_reply(body, stream)
+                prompts = []
+                for index, (dialect, (status, body)) in enumerate(zip(lane, replies, strict=True)):
+                    if status != 200:
+                        raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
+                    call_id, prompt = dialect.take_reply(body, stream)
+                    prompts.append(prompt)
+                    dialect.add_output(call_id, tool_output(index, turn, chars))
                 if turn >= measure_from:
-                    turns.cpu_ms.append((after[0] - before[0]) / 1e6)
-                    turns.runqueue_ms.append((after[1] - before[1]) / 1e6)
-                    turns.prompt_tokens.append(prompt)
-                dialect.add_output(call_id, tool_output(turn, turn, chars))
+                    turns.cpu_ms.append((after[0] - before[0]) / 1e6 / len(lane))
+                    turns.runqueue_ms.append((after[1] - before[1]) / 1e6 / len(lane))
+                    turns.prompt_tokens.append(round(statistics.mean(prompts)))
     finally:
-        for connection in connections:
-            await connection.close()
+        for lane_connections in connections:
+            for connection in lane_connections:
+                await connection.close()
     return measured
 
 
@@ -312,7 +325,8 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
             pace_before = pace_ms()
             files = [logs / f"{name}-{stream}-{tokens}-{index}.log" for index, stream in enumerate(streams)]
             with tito_servers(trees, engine_port, args.family, files) as servers:
-                dialects = [DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in trees]
+                dialects = [[DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in range(args.sessions)]
+                            for _ in trees]  # fmt: skip
                 measured = asyncio.run(drive(servers, dialects, streams, outputs, measure_from))
             pace_after = pace_ms()
             time.sleep(0.2)
@@ -321,7 +335,7 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
                 picked = [index for index, streamed in enumerate(streams) if streamed == stream]
                 cells = []
                 for index in picked:
-                    logged = access_tito_ms(files[index], len(measured[index].cpu_ms))
+                    logged = access_tito_ms(files[index], len(measured[index].cpu_ms) * args.sessions)
                     runqueue = median(measured[index].runqueue_ms)
                     cells.append(f"{medians[index]:6.2f} ms ({median(logged):5.2f}, {runqueue:5.2f})")
                 size = median(measured[picked[0]].prompt_tokens) / 1000
@@ -345,7 +359,7 @@ def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, c
         files = [logs / f"agent-{name}-{index}.log" for index in range(len(sources))]
         with tito_servers(sources, engine_port, args.family, files) as servers:
             user = "Fix the failing test in tests/unit and explain the cause."
-            dialects = [DIALECTS[name](system, user, tools) for _ in sources]
+            dialects = [[DIALECTS[name](system, user, tools)] for _ in sources]
             measured = asyncio.run(drive(servers, dialects, [True] * len(sources), outputs, 1))
         time.sleep(0.2)
         for source, turns, log in zip(sources, measured, files, strict=True):
@@ -371,6 +385,7 @@ def main() -> None:
     parser.add_argument("--family", default="qwen3")
     parser.add_argument("--tokens", type=int, nargs="+", default=[8192, 32768])
     parser.add_argument("--measured", type=int, default=15, help="measured turns per configuration")
+    parser.add_argument("--sessions", type=int, default=1, help="sized: sessions per server, their turns sent at once")
     parser.add_argument("--dialects", nargs="+", choices=list(DIALECTS), default=list(DIALECTS))
     parser.add_argument("--old", metavar="REV", help="also run this git revision's src/ (first), side by side")
     parser.add_argument("--tito-src", type=Path, nargs="+", default=[], metavar="SRC")
@@ -388,8 +403,9 @@ def main() -> None:
         engine_port = free_port()
         engine = [sys.executable, str(ROOT / "benchmarks" / "wire_engine.py"), "sglang", str(engine_port),
                   ",".join(map(str, reply_ids))]  # fmt: skip
-        print(f"tito serve --engine sglang (wire_engine.py), family {args.family}, one session at a time; CPU of the "
-              f"tito process per turn (all threads, /proc schedstat), median of the measured turns; load average "
+        print(f"tito serve --engine sglang (wire_engine.py), family {args.family}, {args.sessions} session(s) at once "
+              f"per server (the agent-shaped workload: one); CPU of the tito process per turn (all threads, /proc "
+              f"schedstat), median of the measured turns; load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
         with process(engine, engine_port, "/health", ROOT / "src"):
             if not args.agent_only:
