@@ -22,6 +22,7 @@ Imports nothing from tito.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import os
@@ -38,14 +39,31 @@ logger = logging.getLogger("tito.access")
 _SESSION_PATH = re.compile(r"^/sessions/([^/]+)")
 
 
-@dataclass(frozen=True)
 class DirectLines:
-    """Access lines written as `prefix` + JSON + newline to the file descriptor `fd` with one `os.write` each (a
-    line is far below the size a pipe writes atomically), not through `logging`; whether to write one is still
-    the `tito.access` logger's level."""
+    """Access lines written as `prefix` + JSON + newline to the file descriptor `fd`, not through `logging`; whether
+    to write one is still the `tito.access` logger's level. The lines of the requests that end in one turn of the
+    event loop leave in one `os.write`, once that turn's callbacks have run: under load a few requests end at once,
+    and each write to a pipe wakes its reader (a syscall and a wake-up a request fewer, and no line waits longer than
+    the loop's current turn)."""
 
-    fd: int
-    prefix: bytes
+    def __init__(self, fd: int, prefix: bytes) -> None:
+        self.fd = fd
+        self.prefix = prefix
+        self._pending: list[bytes] = []
+
+    def write(self, line: bytes) -> None:
+        self._pending.append(self.prefix + line + b"\n")
+        if len(self._pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._flush)
+            except RuntimeError:  # no loop running: nothing to share the write with
+                self._flush()
+
+    def _flush(self) -> None:
+        data = memoryview(b"".join(self._pending))
+        self._pending.clear()
+        while data:  # a blocking write to a pipe takes it all, unless a signal cuts it short
+            data = data[os.write(self.fd, data) :]
 
 
 @dataclass
@@ -134,4 +152,4 @@ class AccessLogMiddleware:
             if self.direct is None:
                 logger.info(line.decode())
             else:
-                os.write(self.direct.fd, self.direct.prefix + line + b"\n")
+                self.direct.write(line)

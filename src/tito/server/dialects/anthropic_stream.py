@@ -1,10 +1,10 @@
 """Anthropic's stream of one turn (`stream: true`), written as the engine samples by the dialect-neutral core
-(server.turns.streaming): `message_start` before the first ids, then per engine chunk the `content_block_start` /
-`content_block_delta` (`thinking_delta`, `text_delta`, `input_json_delta`) / `content_block_stop` events its
-deltas make (a thinking block ends with its `signature_delta`), and once the turn is committed `message_delta`
-(`stop_reason`, usage) and `message_stop`. A failure is an `event: error` in Anthropic's shape, which the
-anthropic SDK raises. The blocks are `anthropic.Blocks`'s, as in the whole reply, so the SDK's accumulated
-message equals it.
+(server.turns.streaming): `message_start` (in the same send as the engine's first events), then per engine chunk
+the `content_block_start` / `content_block_delta` (`thinking_delta`, `text_delta`, `input_json_delta`) /
+`content_block_stop` events its deltas make (a thinking block ends with its `signature_delta`), and once the turn
+is committed `message_delta` (`stop_reason`, usage) and `message_stop`. A failure is an `event: error` in
+Anthropic's shape, which the anthropic SDK raises. The blocks are `anthropic.Blocks`'s, as in the whole reply, so
+the SDK's accumulated message equals it.
 
 Imports from tito: engines.protocol, parsing.incremental, server.dialects, trajectory.events.
 """

@@ -1,6 +1,6 @@
 """The Responses stream of one turn (`stream: true`, the only way Codex reads a reply), written as the engine
-samples by the dialect-neutral core (server.turns.streaming): `response.created` and `response.in_progress` before the
-first ids; per engine chunk the events its deltas make (`response.output_item.added`,
+samples by the dialect-neutral core (server.turns.streaming): `response.created` and `response.in_progress` (in the
+same send as the engine's first events); per engine chunk the events its deltas make (`response.output_item.added`,
 `response.reasoning_text.delta`, `response.content_part.added`, `response.output_text.delta`,
 `response.function_call_arguments.delta`, each item's `.done` events and `response.output_item.done`); once the
 turn is committed `response.completed` (or `response.incomplete` when cut by length) with the whole response.

@@ -2,7 +2,8 @@
 
 The wire format is OpenAI's `chat.completion.chunk` stream, so the openai SDK's stream helpers accumulate it
 into the message of the non-streaming reply:
-- a first chunk with `role: assistant`, sent before the engine's first ids;
+- a first chunk with `role: assistant`, sent with the engine's first events (the headers leave at once; the first
+  chunk in the same send as what follows it: one socket write, one wake-up of the client fewer per turn);
 - one chunk per engine chunk that decides something: its `reasoning_content`, `content` and `tool_calls`
   deltas (from `TitoTokenizer.incremental_parser`; `content` and `reasoning_content` in every delta, null when
   it has none, as SGLang and vLLM send them). Text that a later id could still turn into markup is held back.
@@ -141,7 +142,7 @@ class StreamEncoder(Protocol):
         ...
 
     def opening(self) -> bytes:
-        """What leaves before the engine's first ids."""
+        """The events that open the stream (they leave with the engine's first events, in one send)."""
         ...
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
@@ -261,7 +262,7 @@ async def stream_turn(
         encoder = ChatStreamEncoder(state.reply_model(request.model), request, prepared.tito_tokenizer.tokenizer)
     engine = state.engine
     parser = prepared.tito_tokenizer.incremental_parser(prepared.prompt_ids, request.tools)
-    yield encoder.opening()
+    opening = encoder.opening()  # leaves with the first events that follow it, in one send
     try:
         collector = StreamCollector(time.monotonic())
         engine_seconds = 0.0  # the waits for the engine's chunks, not tito's work on them
@@ -285,7 +286,8 @@ async def stream_turn(
                     if last:
                         held += event  # leaves with the closing events, in one send
                     elif event:
-                        yield event
+                        yield opening + event if opening else event
+                        opening = b""
             except TitoError:
                 raise
             except Exception as exc:
@@ -312,13 +314,13 @@ async def stream_turn(
         return
     except TitoError as exc:
         state.metrics.count_error(exc)
-        yield LastEvent(encoder.failure(exc))
+        yield LastEvent(opening + encoder.failure(exc))
         return
     except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in the dialect's shape
         state.metrics.errors.labels("InternalError").inc()
-        yield LastEvent(encoder.failure(exc))
+        yield LastEvent(opening + encoder.failure(exc))
         return
-    yield LastEvent(held + encoder.closing(last_deltas, turn))
+    yield LastEvent(opening + held + encoder.closing(last_deltas, turn))
 
 
 def _fed(parser: IncrementalParser, ids: Sequence[int], last: bool) -> list[Delta]:
