@@ -112,9 +112,11 @@ def tune_garbage_collector() -> None:
 def serve_on_socket(app: FastAPI, sock: socket.socket, log_level: str = "warning") -> None:
     """Serve `app` on the listening `sock` until interrupted (Ctrl-C, SIGTERM); uvicorn's own access log stays off
     (tito writes its own, `tito.server.access_log`). The process's collector is tuned for a server
-    (`tune_garbage_collector`)."""
+    (`tune_garbage_collector`). Per request uvicorn adds no ASGI layer of its own: tito reads neither the client's
+    address nor the scheme that `X-Forwarded-*` headers would rewrite, and its replies carry no `server` header."""
     tune_garbage_collector()
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
-                            timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG,
+                            proxy_headers=False, server_header=False)  # fmt: skip
     _client_errors_at_info()
     uvicorn.Server(config).run(sockets=[sock])
