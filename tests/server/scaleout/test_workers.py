@@ -75,9 +75,13 @@ def test_tito_serve_workers_starts_each_worker_prints_their_nginx_config_and_sto
             assert _in_use(worker) is False, "the workers stop with their supervisor"
         assert len(list((tmp_path / "journal" / "streams").iterdir())) == 2, "each worker writes its own stream"
     finally:
-        if supervisor.poll() is None:
-            os.kill(supervisor.pid, signal.SIGKILL)
-            supervisor.wait(10)
+        if supervisor.poll() is None:  # a failed check: stop it as a user would, so it stops its workers too
+            os.kill(supervisor.pid, signal.SIGTERM)
+            try:
+                supervisor.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(supervisor.pid, signal.SIGKILL)
+                supervisor.wait(10)
 
 
 def _in_use(port: int) -> bool:
