@@ -15,6 +15,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tests.engines.raw_server import STREAM_HEAD, RawServer, sse_body
+from tito.engines.instant import InstantEngine
 from tito.engines.sglang import SGLangEngine
 from tito.server import ServerOptions, ServerState, create_app
 from tito.server.commands.running import serve_in_thread
@@ -97,3 +98,23 @@ def test_a_turn_whose_events_arrive_in_one_read_is_a_few_sends_however_many_ids(
     assert many_ids > 10 * few_ids
     # the headers, then the opening chunk, every event and the end in one send
     assert few_sends == many_sends == ["http.response.start", "http.response.body"], counts
+
+
+def test_a_turn_read_in_several_bursts_sends_its_opening_with_the_first_events(qwen3_tokenizer: LocalTokenizer) -> None:
+    stop = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    ids = [*qwen3_tokenizer.encode("one two three four", add_special_tokens=False), stop]
+    engine = InstantEngine(ids, token_delay=0.01)  # an id a read: each chunk that decides text is a send of its own
+    state = ServerState(qwen3_tokenizer, engine, ServerOptions(family="qwen3"))
+    sends: list[Message] = []
+    with serve_in_thread(counting_sends(create_app(state), sends)) as url, httpx.Client(base_url=url) as http:  # type: ignore[arg-type]
+        session = http.post("/sessions").json()["session_id"]
+        body = {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": True}
+        streamed = http.post(f"/sessions/{session}/v1/chat/completions", json=body)
+    assert streamed.status_code == 200, streamed.text
+    bodies = [message["body"] for message in sends if message["type"] == "http.response.body"]
+    assert len(bodies) > 2, sends  # several bursts, several sends
+    first = [orjson.loads(line[6:]) for line in bodies[0].split(b"\n") if line.startswith(b"data: {")]
+    assert first[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert len(first) == 2 and first[1]["choices"][0]["delta"]["content"], first  # the first text, in the same send
+    events = [orjson.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
+    assert "".join(event["choices"][0]["delta"]["content"] or "" for event in events) == "one two three four"

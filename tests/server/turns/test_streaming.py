@@ -211,7 +211,7 @@ def test_a_client_that_disconnects_mid_stream_aborts_the_engine_and_commits_noth
     url = f"/sessions/{session_id}/v1/chat/completions"
     aborted = len(server.engine.aborted)
     with server.http.stream("POST", url, json={"messages": USER, "stream": True}) as response:
-        next(response.iter_lines())  # the role chunk, then hang up
+        next(response.iter_lines())  # the role chunk (it leaves with the first id's events), then hang up
     # The engine's abort is sent (a call that had not started yet is never started: server/turns/engine_guard.py).
     wait_until(lambda: len(server.engine.aborted) == aborted + 1)
     time.sleep(0.1)  # the stream's end, had it committed, would be recorded by now
