@@ -6,10 +6,11 @@ once with the same scripted ids (cut at the request's max tokens) and logprobs, 
 tests/engines/fake_sglang.py and fake_vllm.py (SGLang `POST /generate`; vLLM `POST /v1/completions` with a
 token-id prompt, `GET /v1/models`). A request with `stream: true` gets the same reply as an SSE stream, one event
 per id (SGLang's incremental events, as `--incremental-streaming-output` sends them; vLLM's chunks and a usage
-chunk), chunked, all written at once. It is a raw asyncio HTTP/1.1 server with orjson, not Starlette, so that the
+chunk), chunked, all written at once; with ID_MS, an event every ID_MS milliseconds, as an engine sampling at
+1000/ID_MS ids a second writes them. It is a raw asyncio HTTP/1.1 server with orjson, not Starlette, so that the
 engine costs as little as possible: what tito adds is then the visible part.
 
-Run: python benchmarks/wire_engine.py sglang|vllm PORT IDS   (IDS: comma-separated reply ids)
+Run: python benchmarks/wire_engine.py sglang|vllm PORT IDS [ID_MS]   (IDS: comma-separated reply ids)
 """
 
 from __future__ import annotations
@@ -100,15 +101,26 @@ def response(status: bytes, body: bytes) -> bytes:
 
 def sse_response(events: list[Any]) -> bytes:
     """A 200 `text/event-stream` of `events` and `[DONE]`, each event one chunk of a chunked body."""
+    return b"".join(sse_pieces(events))
+
+
+def sse_pieces(events: list[Any]) -> list[bytes]:
+    """`sse_response` in the pieces an engine writes one by one: the head and first event, each later event, and
+    the last one with `[DONE]` and the body's end."""
     chunks = [b"data: " + orjson.dumps(event) + b"\n\n" for event in events] + [b"data: [DONE]\n\n"]
-    body = b"".join(b"%x\r\n%b\r\n" % (len(chunk), chunk) for chunk in chunks) + b"0\r\n\r\n"
-    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" + body
+    pieces = [b"%x\r\n%b\r\n" % (len(chunk), chunk) for chunk in chunks]
+    pieces[0] = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" + pieces[0]
+    return [*pieces[:-2], pieces[-2] + pieces[-1] + b"0\r\n\r\n"]
 
 
 async def serve_connection(
-    table: dict[tuple[bytes, bytes], Handler], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    table: dict[tuple[bytes, bytes], Handler],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    id_seconds: float = 0.0,
 ) -> None:
-    """Keep-alive HTTP/1.1: one request after another until the client closes."""
+    """Keep-alive HTTP/1.1: one request after another until the client closes; a stream's events `id_seconds`
+    apart (0: all at once)."""
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -125,7 +137,12 @@ async def serve_connection(
                 writer.write(response(b"404 Not Found", orjson.dumps({"error": {"message": f"no route {path!r}"}})))
             else:
                 answer = handler(orjson.loads(payload) if payload else None)
-                if isinstance(answer, list):
+                if isinstance(answer, list) and id_seconds:
+                    for index, piece in enumerate(sse_pieces(answer)):
+                        if index:
+                            await asyncio.sleep(id_seconds)
+                        writer.write(piece)
+                elif isinstance(answer, list):
                     writer.write(sse_response(answer))
                 else:
                     writer.write(response(b"200 OK", orjson.dumps(answer) if answer is not None else b""))
@@ -136,10 +153,10 @@ async def serve_connection(
         writer.close()
 
 
-async def main(kind: str, port: int, reply_ids: list[int]) -> None:
+async def main(kind: str, port: int, reply_ids: list[int], id_seconds: float = 0.0) -> None:
     table = routes(kind, reply_ids)
     server = await asyncio.start_server(
-        lambda reader, writer: serve_connection(table, reader, writer), "127.0.0.1", port, backlog=4096
+        lambda reader, writer: serve_connection(table, reader, writer, id_seconds), "127.0.0.1", port, backlog=4096
     )
     async with server:
         await server.serve_forever()
@@ -149,4 +166,5 @@ if __name__ == "__main__":
     engine_kind, engine_port, ids_text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if engine_kind not in ("sglang", "vllm"):
         sys.exit(f"engine kind {engine_kind!r}: choose sglang or vllm")
-    asyncio.run(main(engine_kind, engine_port, [int(token) for token in ids_text.split(",")]))
+    id_ms = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+    asyncio.run(main(engine_kind, engine_port, [int(token) for token in ids_text.split(",")], id_ms / 1000))

@@ -192,6 +192,30 @@ def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_th
     assert "--threads sets the local engine's CPU threads; --engine instant has none" in capsys.readouterr().err
 
 
+def test_the_stream_interval_reaches_the_engine_in_seconds_and_a_negative_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tito.server.commands.launch
+    from tito.engines.instant import InstantEngine
+
+    asked: list[dict[str, Any]] = []
+
+    def engine(kind: str, **kwargs: Any) -> InstantEngine:
+        asked.append({"kind": kind, **kwargs})
+        return InstantEngine(lambda request: (1,))
+
+    monkeypatch.setattr(tito.server.commands.launch, "create_engine", engine)
+    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: None)
+    argv = ["serve", "--family", "qwen3", "--engine", "sglang", "--engine-url", "http://127.0.0.1:9", "--port", "0"]
+    assert main(argv) == 0
+    assert asked[-1]["stream_interval"] == pytest.approx(0.05)  # the default, 50 ms
+    assert main([*argv, "--stream-interval-ms", "0"]) == 0
+    assert asked[-1]["stream_interval"] == 0
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--stream-interval-ms", "-5"])
+    assert refused.value.code == 2 and "--stream-interval-ms: '-5' must be 0 or more" in capsys.readouterr().err
+
+
 def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burst(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

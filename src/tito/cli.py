@@ -35,6 +35,22 @@ class UsageError(Exception):
     """Bad command-line input (an unreadable file, malformed JSON): one line on stderr, exit code 2."""
 
 
+STREAM_INTERVAL_MS = 50.0
+"""`tito serve --stream-interval-ms`'s default: a turn streamed id by id at 100-200 ids/s costs tito 0.44-0.64x the
+CPU (benchmarks/stream_pacing.py, RESULTS.md), and 20 updates a second is more than a person reads; a turn's end is
+never held back."""
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
 def _kwargs_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -267,6 +283,7 @@ def _serve(args: argparse.Namespace) -> int:
     state = build_state(
         options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
         instant_token_delay=args.instant_token_delay, threads=args.threads,
+        stream_interval=args.stream_interval_ms / 1000,
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
     logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
@@ -332,6 +349,12 @@ def _add_serve_command(commands: Any) -> None:
                        help="largest request body [Default: 64 MiB]")  # fmt: skip
     serve.add_argument("--engine-timeout", type=float, default=600.0, metavar="SECONDS",
                        help="engine call timeout (504 after it) [Default: 600]")  # fmt: skip
+    serve.add_argument("--stream-interval-ms", type=_non_negative, default=STREAM_INTERVAL_MS, metavar="MS",
+                       help="an SGLang/vLLM stream is read at most once per MS: the ids sampled in between reach "
+                            "the client together, in one burst of events (an engine streams an event per id, and "
+                            "each read costs tito a parse, an encoding and a send); a stream's end is taken as it "
+                            "arrives. 0 reads each event as it arrives "
+                            f"[Default: {STREAM_INTERVAL_MS:g}]"),  # fmt: skip
     serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
                        help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
                        "'tree' (every generation kept, divergence branches) [Default: linear]")  # fmt: skip

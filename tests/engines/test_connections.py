@@ -306,6 +306,37 @@ async def test_a_streamed_reply_yields_each_piece_as_it_arrives_then_its_connect
 
 
 @pytest.mark.asyncio
+async def test_a_paced_stream_gathers_what_arrives_within_its_interval_into_one_piece_and_never_holds_its_end():
+    async def an_event_every_20ms(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        pieces: list[bytes | asyncio.Event | float] = [STREAM_HEAD]
+        for index in range(12):
+            pieces += [chunk(b"data: %d\n\n" % index), 0.02]
+        return [*pieces, b"0\r\n\r\n"]
+
+    async with RawServer(an_event_every_20ms) as server:
+        paced = ConnectionPool("127.0.0.1", server.port, timeout=5.0, connect_timeout=2.0, stream_interval=0.1)
+        async with paced.stream("POST", "/generate", (b"{}",), {}) as reply:
+            pieces = [piece async for piece in reply.pieces]
+        assert b"".join(pieces) == b"".join(b"data: %d\n\n" % index for index in range(12))
+        assert pieces[0] == b"data: 0\n\n"  # the first piece leaves as it arrives
+        assert 2 <= len(pieces) <= 6, pieces  # ~240 ms of events in pieces at least 100 ms apart, not 12
+        await paced.aclose()
+
+    async def first_then_the_rest_and_the_end(body: bytes, reader: asyncio.StreamReader) -> list[bytes | float]:
+        return [STREAM_HEAD + chunk(b"data: 1\n\n"), 0.05, chunk(b"data: 2\n\n") + b"0\r\n\r\n"]
+
+    async with RawServer(first_then_the_rest_and_the_end) as server:
+        slow = ConnectionPool("127.0.0.1", server.port, timeout=5.0, connect_timeout=2.0, stream_interval=30.0)
+        started = time.monotonic()
+        async with slow.stream("POST", "/generate", (b"{}",), {}) as reply:
+            assert [piece async for piece in reply.pieces] == [b"data: 1\n\n", b"data: 2\n\n"]
+        assert time.monotonic() - started < 10, "the body's end left as it arrived, not after the 30 s interval"
+        assert await slow.request("POST", "/g", (b"{}",), {}) is not None  # the stream was read to its end: kept
+        assert server.connections == 1
+        await slow.aclose()
+
+
+@pytest.mark.asyncio
 async def test_leaving_a_stream_before_its_end_closes_the_connection_so_the_engine_sees_the_client_leave():
     left = asyncio.Event()
 

@@ -83,6 +83,10 @@ _UNTIL_DRAINED = -2
 """`_Connection.wait`: until the transport takes writes again."""
 _UNTIL_END = sys.maxsize
 """`_Connection.wait`: until the connection ends."""
+_UNTIL_LAST_CHUNK = -3
+"""`_Connection.gather_until`: until the buffer ends with a chunked body's last chunk, or holds `_READ_LIMIT` bytes."""
+_LAST_CHUNK = b"0\r\n\r\n"
+"""A chunked body's last chunk (without trailers)."""
 
 
 class _Head:
@@ -224,6 +228,24 @@ class _Connection(asyncio.Protocol):
             if deadline is not None:
                 self._deadlines.waiting.discard(self)
 
+    async def gather_until(self, when: float) -> None:
+        """Let what arrives gather in the buffer until the loop's time `when`: sooner once the buffer ends with a
+        chunked body's last chunk (a stream's end is never held back) or holds `_READ_LIMIT` bytes, or the
+        connection ended. Each arrival only appends to the buffer and checks its end; nothing is parsed."""
+        self._until = _UNTIL_LAST_CHUNK
+        if self._ready():
+            return
+        if self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        waiter = self._waiter = self.loop.create_future()
+        timer = self.loop.call_at(when, _settle, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
     def take(self, count: int) -> bytes:
         """The first `count` bytes received, taken out of the buffer."""
         buffer = self.buffer
@@ -257,6 +279,9 @@ class _Connection(asyncio.Protocol):
         if until < 0:
             if until == _UNTIL_DRAINED:
                 return self.ended or not self._writing_paused
+            if until == _UNTIL_LAST_CHUNK:
+                buffer = self.buffer
+                return self.ended or len(buffer) >= _READ_LIMIT or buffer.endswith(_LAST_CHUNK)
             if not self._read_head():
                 return self.ended
             until = self._until
@@ -338,11 +363,13 @@ class ConnectionPool:
 
     def __init__(
         self, host: str, port: int, *, timeout: float, connect_timeout: float, keepalive_expiry: float = 4.0,
-        max_idle: int = 1024,
+        max_idle: int = 1024, stream_interval: float = 0.0,
     ) -> None:  # fmt: skip
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.stream_interval = stream_interval
+        """A streamed chunked body is handed on at most once per this many seconds (0: as it arrives)."""
         self.connect_timeout = connect_timeout
         self.keepalive_expiry = keepalive_expiry
         """Below uvicorn's default keep-alive timeout (5 s), which SGLang and vLLM servers run with."""
@@ -383,7 +410,7 @@ class ConnectionPool:
         assert reply is not None
         pieces: _BodyPieces | None = None
         try:
-            pieces = _BodyPieces(connection, reply.body_end, self.timeout)
+            pieces = _BodyPieces(connection, reply.body_end, self.timeout, self.stream_interval)
             yield StreamedReply(reply.status, reply.headers, pieces)
         finally:
             kept = pieces is not None and pieces.ended and reply.keep_alive and reply.body_end != _TO_CLOSE
@@ -449,6 +476,11 @@ class _ClosedBeforeReply(Exception):
     """The connection ended before the first byte of a reply."""
 
 
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _body_end(status: int, headers: Mapping[str, str]) -> int:
     """How the body ends: its content-length (0: no body), `_CHUNKED`, or `_TO_CLOSE` (at the connection's end)."""
     if status in (204, 304) or 100 <= status < 200:
@@ -487,14 +519,24 @@ class _BodyPieces:
     """A reply's body as it arrives, each wait for more at most `timeout` seconds (None: no limit): a chunked body's
     complete chunks received so far joined into one piece (a burst of SSE events is one piece, not one per event), a
     sized or read-to-close body's bytes as they come. The reading is done here, in `__anext__`, not in a stack of
-    generators that each pass every piece on; `ended` once the body's end was read."""
+    generators that each pass every piece on; `ended` once the body's end was read.
 
-    def __init__(self, connection: _Connection, body_end: int, timeout: float | None) -> None:
+    With an `interval` (seconds), a chunked body's pieces after the first leave at most once per interval: what
+    arrives in between gathers in the buffer and becomes one piece (an engine streaming id by id writes an event per
+    id, and each piece costs its reader a parse, a parser feed, an encoding and a send to its client). The body's
+    end leaves as soon as it arrives: each arrival in between only appends to the buffer and looks at its end.
+    (Pausing the reading instead saves the arrivals' wake-ups too, but holds a stream's end until the interval is
+    over: up to an interval more per turn, benchmarks/RESULTS.md.)"""
+
+    def __init__(self, connection: _Connection, body_end: int, timeout: float | None, interval: float = 0.0) -> None:
         self.connection = connection
         self.body_end = body_end
         self.timeout = timeout
+        self.interval = interval
         self.ended = body_end == 0
         self._remaining = body_end
+        self._next_at: float | None = None
+        """When the next piece of a paced chunked body may leave (the loop's time)."""
 
     def __aiter__(self) -> _BodyPieces:
         return self
@@ -526,6 +568,8 @@ class _BodyPieces:
     async def _next_chunks(self) -> bytes:
         connection = self.connection
         buffer = connection.buffer
+        if self._next_at is not None and not connection.ended and connection.loop.time() < self._next_at:
+            await connection.gather_until(self._next_at)
         while True:
             if buffer:
                 data, consumed, ended = _complete_chunks(buffer)
@@ -539,6 +583,8 @@ class _BodyPieces:
                     if not data:
                         raise StopAsyncIteration
                 if data:
+                    if self.interval:
+                        self._next_at = connection.loop.time() + self.interval
                     return data
             if connection.ended:
                 if connection.error is not None:

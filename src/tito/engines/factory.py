@@ -25,10 +25,12 @@ def create_engine(
     instant_script: ReplyScript | None = None,
     instant_token_delay: float = 0.0,
     threads: int | None = None,
+    stream_interval: float = 0.0,
 ) -> Engine:
     """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script;
     `instant_token_delay` seconds per reply id stand in for generation time). `threads`: the local engine's torch
-    CPU threads (None: torch's default)."""
+    CPU threads (None: torch's default). `stream_interval`: an HTTP engine's stream is read at most once per this
+    many seconds (the events that arrive in between as one burst)."""
     if kind == "local":
         from tito.engines.local import LocalEngine, default_model_dir
 
@@ -39,10 +41,10 @@ def create_engine(
         if kind == "sglang":
             from tito.engines.sglang import SGLangEngine
 
-            return SGLangEngine(url, timeout=timeout)
+            return SGLangEngine(url, timeout=timeout, stream_interval=stream_interval)
         from tito.engines.vllm import VLLMEngine
 
-        return VLLMEngine(url, timeout=timeout)
+        return VLLMEngine(url, timeout=timeout, stream_interval=stream_interval)
     if kind == "instant":
         if instant_script is None:
             raise ConfigurationError("engine 'instant' needs a reply script (the ids it answers with)")

@@ -48,7 +48,11 @@ SSE_DONE = b"[DONE]"
 class HttpEngineClient:
     """One engine server: pooled connections, a timeout per request, errors mapped to Engine*Error."""
 
-    def __init__(self, engine: str, base_url: str, *, timeout: float, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, engine: str, base_url: str, *, timeout: float, connect_timeout: float = 10.0, stream_interval: float = 0.0
+    ) -> None:
+        """`stream_interval`: a streamed reply's events are read at most once per this many seconds (those that
+        arrive in between as one burst; `connections._BodyPieces`); 0 reads each as it arrives."""
         self.engine = engine
         self.base_url = base_url.rstrip("/")
         self._client = httpx.AsyncClient(
@@ -56,7 +60,7 @@ class HttpEngineClient:
             timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
-        self._pool, self._prefix = _json_pool(self.base_url, timeout, min(connect_timeout, timeout))
+        self._pool, self._prefix = _json_pool(self.base_url, timeout, min(connect_timeout, timeout), stream_interval)
         self.release_route: bool | None = None
         """Whether the server has RELEASE_ROUTE: None until the first release tells."""
 
@@ -328,12 +332,17 @@ def require(engine: str, container: Any, key: str, where: str) -> Any:
     return container[key]
 
 
-def _json_pool(base_url: str, timeout: float, connect_timeout: float) -> tuple[ConnectionPool | None, str]:
-    """The JSON POST pool and the URL's path prefix for a plain `http://` URL; (None, "") otherwise (https: httpx)."""
+def _json_pool(
+    base_url: str, timeout: float, connect_timeout: float, stream_interval: float
+) -> tuple[ConnectionPool | None, str]:
+    """The JSON POST pool and the URL's path prefix for a plain `http://` URL; (None, "") otherwise (https: httpx,
+    which reads a stream as it arrives)."""
     url = urlsplit(base_url)
     if url.scheme != "http" or not url.hostname:
         return None, ""
-    pool = ConnectionPool(url.hostname, url.port or 80, timeout=timeout, connect_timeout=connect_timeout)
+    pool = ConnectionPool(
+        url.hostname, url.port or 80, timeout=timeout, connect_timeout=connect_timeout, stream_interval=stream_interval
+    )
     return pool, url.path.rstrip("/")
 
 

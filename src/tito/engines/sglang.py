@@ -52,8 +52,17 @@ MAX_TOP_LOGPROBS = 20
 class SGLangEngine:
     """An SGLang server (or an SGLang Model Gateway in front of several) over its native `/generate`."""
 
-    def __init__(self, url: str, *, timeout: float = 600.0, model: str = "", max_context: int | None = None) -> None:
-        self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 600.0,
+        model: str = "",
+        max_context: int | None = None,
+        stream_interval: float = 0.0,
+    ) -> None:
+        """`stream_interval`: a stream's events read at most once per this many seconds (`HttpEngineClient`)."""
+        self._http = HttpEngineClient(ENGINE, url, timeout=timeout, stream_interval=stream_interval)
         self._prompts = PromptJson()
         """Each session's latest prompts as JSON: a turn's body extends its previous prompt's ids."""
         self._info = EngineInfo(

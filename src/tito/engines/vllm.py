@@ -112,10 +112,12 @@ class VLLMEngine:
         model: str | None = None,
         max_context: int | None = None,
         endpoint: Endpoint = "completions",
+        stream_interval: float = 0.0,
     ) -> None:
+        """`stream_interval`: a stream's events read at most once per this many seconds (`HttpEngineClient`)."""
         if endpoint not in ("completions", "generate"):
             raise ConfigurationError(f"vllm endpoint {endpoint!r}: choose 'completions' or 'generate'")
-        self._http = HttpEngineClient(ENGINE, url, timeout=timeout)
+        self._http = HttpEngineClient(ENGINE, url, timeout=timeout, stream_interval=stream_interval)
         self._model = model
         self._max_context = max_context
         self._endpoint = endpoint

@@ -65,9 +65,10 @@ def build_state(
     tokenizer: str | None = None,
     instant_token_delay: float = 0.0,
     threads: int | None = None,
+    stream_interval: float = 0.0,
 ) -> ServerState:
     """The state `tito serve` runs: its tokenizer, engine and empty session registry (`threads`: the local
-    engine's CPU threads)."""
+    engine's CPU threads; `stream_interval`: seconds between an HTTP engine stream's reads, `create_engine`)."""
     loaded = load_server_tokenizer(options.family, tokenizer, engine, model_dir)
     script: ReplyScript | None = None
     if engine == "instant":
@@ -75,6 +76,6 @@ def build_state(
         script = lambda request: reply  # noqa: E731
     built = create_engine(
         engine, url=engine_url, model_dir=model_dir, timeout=options.engine_timeout, instant_script=script,
-        instant_token_delay=instant_token_delay, threads=threads,
+        instant_token_delay=instant_token_delay, threads=threads, stream_interval=stream_interval,
     )  # fmt: skip
     return ServerState(loaded, built, options)
