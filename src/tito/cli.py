@@ -14,6 +14,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import math
 import sys
 import traceback
 from collections.abc import Sequence
@@ -46,8 +47,8 @@ def _non_negative(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number, 0 or more")
     return value
 
 
@@ -350,10 +351,10 @@ def _add_serve_command(commands: Any) -> None:
     serve.add_argument("--engine-timeout", type=float, default=600.0, metavar="SECONDS",
                        help="engine call timeout (504 after it) [Default: 600]")  # fmt: skip
     serve.add_argument("--stream-interval-ms", type=_non_negative, default=STREAM_INTERVAL_MS, metavar="MS",
-                       help="an SGLang/vLLM stream is read at most once per MS: the ids sampled in between reach "
-                            "the client together, in one burst of events (an engine streams an event per id, and "
-                            "each read costs tito a parse, an encoding and a send); a stream's end is taken as it "
-                            "arrives. 0 reads each event as it arrives "
+                       help="an SGLang/vLLM stream is handed on at most once per MS: the ids sampled in between "
+                            "reach the client together, in one burst of events (an engine streams an event per id, "
+                            "and each burst costs tito a parse, an encoding and a send); a stream's end leaves as it "
+                            "arrives. 0 hands each event on as it arrives "
                             f"[Default: {STREAM_INTERVAL_MS:g}]"),  # fmt: skip
     serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
                        help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
