@@ -171,9 +171,10 @@ def _keep_tito_log_level() -> Iterator[None]:
     logger.setLevel(level)
 
 
-def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_them(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def engines_asked(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """`tito serve` runs without serving, each engine it asks `create_engine` for recorded (kind and options) and
+    given as an instant engine."""
     import tito.server.commands.launch
     from tito.engines.instant import InstantEngine
 
@@ -185,6 +186,13 @@ def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_th
 
     monkeypatch.setattr(tito.server.commands.launch, "create_engine", engine)
     monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: None)
+    return asked
+
+
+def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_them(
+    engines_asked: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = engines_asked
     argv = ["serve", "--family", "qwen3", "--tokenizer", "qwen3", "--model", str(tmp_path), "--port", "0"]
     assert main([*argv, "--threads", "1"]) == 0
     assert (asked[0]["kind"], asked[0]["threads"]) == ("local", 1)
@@ -193,19 +201,9 @@ def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_th
 
 
 def test_the_stream_interval_reaches_the_engine_in_seconds_and_a_negative_one_is_refused(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    engines_asked: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tito.server.commands.launch
-    from tito.engines.instant import InstantEngine
-
-    asked: list[dict[str, Any]] = []
-
-    def engine(kind: str, **kwargs: Any) -> InstantEngine:
-        asked.append({"kind": kind, **kwargs})
-        return InstantEngine(lambda request: (1,))
-
-    monkeypatch.setattr(tito.server.commands.launch, "create_engine", engine)
-    monkeypatch.setattr(tito.server.commands.running, "serve_on_socket", lambda app, sock, **kwargs: None)
+    asked = engines_asked
     argv = ["serve", "--family", "qwen3", "--engine", "sglang", "--engine-url", "http://127.0.0.1:9", "--port", "0"]
     assert main(argv) == 0
     assert asked[-1]["stream_interval"] == pytest.approx(0.05)  # the default, 50 ms

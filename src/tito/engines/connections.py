@@ -211,13 +211,9 @@ class _Connection(asyncio.Protocol):
     async def wait(self, until: int, deadline: float | None) -> None:
         """Until the buffer holds `until` bytes (or `_UNTIL_HEAD`, `_UNTIL_DRAINED`, `_UNTIL_END`) or the connection
         ended; `TimeoutError` at `deadline` (the loop's time; None: no limit)."""
-        self._until = until
-        if self._ready():
+        waiter = self._waiter_for(until)
+        if waiter is None:
             return
-        if self._reading_paused:
-            self._reading_paused = False
-            self.transport.resume_reading()
-        waiter = self._waiter = self.loop.create_future()
         if deadline is not None:
             self.deadline = deadline
             self._deadlines.watch(self)
@@ -232,19 +228,27 @@ class _Connection(asyncio.Protocol):
         """Let what arrives gather in the buffer until the loop's time `when`: sooner once the buffer ends with a
         chunked body's last chunk (a stream's end is never held back) or holds `_READ_LIMIT` bytes, or the
         connection ended. Each arrival only appends to the buffer and checks its end; nothing is parsed."""
-        self._until = _UNTIL_LAST_CHUNK
-        if self._ready():
+        waiter = self._waiter_for(_UNTIL_LAST_CHUNK)
+        if waiter is None:
             return
-        if self._reading_paused:
-            self._reading_paused = False
-            self.transport.resume_reading()
-        waiter = self._waiter = self.loop.create_future()
         timer = self.loop.call_at(when, _settle, waiter)
         try:
             await waiter
         finally:
             timer.cancel()
             self._waiter = None
+
+    def _waiter_for(self, until: int) -> asyncio.Future[None] | None:
+        """The future a wait for `until` awaits (`data_received` and the connection's end settle it once `_ready`),
+        reading resumed if it was paused; None when what it waits for is already there."""
+        self._until = until
+        if self._ready():
+            return None
+        if self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        waiter = self._waiter = self.loop.create_future()
+        return waiter
 
     def take(self, count: int) -> bytes:
         """The first `count` bytes received, taken out of the buffer."""
