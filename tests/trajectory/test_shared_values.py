@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import sys
 from array import array
 from typing import Any
 
@@ -15,7 +16,7 @@ from tito.journal.codec import decode_event, encode_event
 from tito.trajectory import shared_values
 from tito.trajectory.episode import Episode
 from tito.trajectory.events import SessionConfig, TurnCommitted
-from tito.trajectory.shared_values import SharedValues
+from tito.trajectory.shared_values import SharedValues, key_sharing_dict
 
 TOOLS = ({"type": "function", "function": {"name": "run", "parameters": {"type": "object", "default": 1}}},)
 
@@ -75,10 +76,20 @@ def test_the_table_is_bounded_and_a_value_that_left_stays_with_its_turns() -> No
     assert first == ["a"]
 
 
-def test_a_turn_with_nothing_to_share_is_returned_as_given() -> None:
+def test_a_turns_metadata_is_kept_equal_in_its_order_with_a_keys_table_it_shares() -> None:
     shared = SharedValues()
-    event = dataclasses.replace(turn(0), tools=None, metadata={"prompt_tokens": 3})
-    assert shared.share(event) is event
+    metadata = {f"fact_{index}": index for index in range(12)} | {"timings": {"engine": 0.5}, "requested_at": 1.5}
+    kept = [shared.share(dataclasses.replace(turn(0), metadata=dict(metadata))).metadata for _ in range(3)]
+    assert kept[0] == metadata and list(kept[0]) == list(metadata)
+    assert orjson.dumps(kept[-1]) == orjson.dumps(metadata)
+    assert sys.getsizeof(kept[-1]) < sys.getsizeof(dict(metadata)), "its keys live in a table the others share"
+
+
+def test_metadata_keys_that_could_name_an_attribute_give_a_plain_copy() -> None:
+    odd = {"a": 1, "__class__": 2, 3: 4}
+    kept = key_sharing_dict(odd)
+    assert kept == odd and kept is not odd and list(kept) == list(odd)
+    assert key_sharing_dict({1: "a"}) == {1: "a"}
 
 
 def test_a_held_value_is_found_by_identity_until_it_leaves_the_table() -> None:
