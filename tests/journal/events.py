@@ -84,8 +84,8 @@ def same_event(a: SessionEvent, b: SessionEvent) -> bool:
             return False
         if any(getattr(a, n).tobytes() != getattr(b, n).tobytes() for n in arrays):
             return False
-        rest = {k: v for k, v in vars(a).items() if k not in arrays}
-        return rest == {k: v for k, v in vars(b).items() if k not in arrays}
+        rest = [f.name for f in dataclasses.fields(TurnCommitted) if f.name not in arrays]
+        return all(getattr(a, name) == getattr(b, name) for name in rest)
     return a == b
 
 

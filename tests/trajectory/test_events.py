@@ -1,4 +1,5 @@
-"""`with_changes`: the per-turn copy of a frozen event or plan is the value `dataclasses.replace` gives."""
+"""`with_changes`: the per-turn copy of a frozen event or plan (slotted or not) is the value `dataclasses.replace`
+gives."""
 
 from __future__ import annotations
 
@@ -33,3 +34,11 @@ def test_a_plan_copy_keeps_every_other_field_and_an_unknown_field_is_refused() -
     )
     with pytest.raises(TypeError, match=r"TurnPlan has no field \['conversaton'\]"):
         with_changes(plan, conversaton="c1")
+
+
+def test_a_stored_turn_holds_no_attribute_dict_and_its_copy_refuses_an_unknown_field() -> None:
+    assert not hasattr(TURN, "__dict__"), "slotted: a session keeps one per turn"
+    copy = with_changes(TURN, metadata={"engine": "y"})
+    assert copy.metadata == {"engine": "y"} and copy.output_ids is TURN.output_ids
+    with pytest.raises(TypeError, match=r"TurnCommitted has no field \['node'\]"):
+        with_changes(TURN, node=1)
