@@ -10,12 +10,13 @@ Imports nothing from tito.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import TypeAlias, overload
 
-__all__ = ["IdParts", "PathIds", "exact_ids", "joined_ids"]
+__all__ = ["IdParts", "PathIds", "exact_ids", "joined_ids", "packed_values"]
 
 IdParts: TypeAlias = "list[array[int]]"
 """A path's ids as the arrays that hold them, in order: each node's own prompt and sampled arrays (references, not
@@ -28,6 +29,15 @@ def joined_ids(parts: Sequence[array[int] | memoryview]) -> array[int]:
     ids: array[int] = array("i")
     ids.frombytes(b"".join(parts))
     return ids
+
+
+def packed_values(typecode: str, values: Sequence[int] | Sequence[float]) -> bytes:
+    """`values` as native `typecode` items (`i`: int32 ids, `f`: float32 logprobs), packed by `struct` in one C loop:
+    twice as fast as `array` converting item by item. Through a `Struct` of its own, not `struct.pack`, which caches
+    the compiled format of every length it is given (up to 100, ~130 B each): for lengths that rarely repeat, memory
+    held and hardly reused (~0.4 B per stored token in the memory benchmark, issue 34). Raises `struct.error` for a
+    value the type cannot hold."""
+    return struct.Struct(f"{len(values)}{typecode}").pack(*values)
 
 
 def exact_ids(ids: memoryview) -> array[int]:

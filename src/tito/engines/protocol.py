@@ -4,7 +4,7 @@ Every engine (SGLang and vLLM over HTTP, the embedded `local` one, the benchmark
 `Engine`. Ids and logprobs travel as compact arrays (`array('i')` int32 ids, `array('f')` float32 logprobs)
 from the wire onward: a 32k-token reply is 256 KB, not 32k boxed Python floats.
 
-Imports nothing from tito but errors.
+Imports nothing from tito but errors and path_ids.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from tito.errors import EngineResponseError
+from tito.path_ids import packed_values
 
 TokenIds = array
 """`array('i')`: token ids, 4 bytes each."""
@@ -37,7 +38,7 @@ def token_ids(values: Iterable[int] = ()) -> array[int]:
     """
     if isinstance(values, list):
         try:
-            return array("i", struct.pack(f"{len(values)}i", *values))
+            return array("i", packed_values("i", values))
         except struct.error:
             pass
     return array("i", values)
@@ -51,7 +52,7 @@ def logprob_values(values: Iterable[float] = ()) -> array[float]:
     fail, `array` converts it again to raise its own TypeError."""
     if isinstance(values, list):
         try:
-            return array("f", struct.pack(f"{len(values)}f", *values))
+            return array("f", packed_values("f", values))
         except struct.error:
             pass
     return array("f", values)
