@@ -9,8 +9,11 @@ streamed chat turns at once, each a --ids id reply; it prints per interval the t
 /proc schedstat) and the wall seconds per turn (a turn's last event is not held back: the interval does not add to
 it).
 
-Run: PYTHONPATH=src python benchmarks/stream_pacing.py [--id-ms 5] [--ids 200] [--intervals 0 20 50] [--sessions 8]
-     [--turns 6]
+With `--stream-ids`, each interval runs once per `tito serve --engine-stream-ids` value too (the engine then writes
+an event per that many ids, as SGLang's per-request `stream_interval` makes it).
+
+Run: PYTHONPATH=src python benchmarks/stream_pacing.py [--id-ms 5] [--ids 200] [--intervals 0 20 50] [--stream-ids 1 8]
+     [--sessions 8] [--turns 6]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import statistics
 import sys
 import time
@@ -74,6 +78,8 @@ def main() -> None:
     parser.add_argument("--id-ms", type=float, default=5.0, help="ms between the engine's events [Default: 5]")
     parser.add_argument("--ids", type=int, default=200, help="ids per reply")
     parser.add_argument("--intervals", type=float, nargs="+", default=[0.0, 20.0, 50.0], help="ms")
+    parser.add_argument("--stream-ids", type=int, nargs="+", default=[1],
+                        help="tito serve --engine-stream-ids: ids per event asked of the engine")  # fmt: skip
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--turns", type=int, default=6)
     args = parser.parse_args()
@@ -85,23 +91,27 @@ def main() -> None:
           f"turns at once per server, {args.turns} rounds (the first not counted)")  # fmt: skip
     with process(engine, engine_port, "/health", ROOT / "src"), contextlib.ExitStack() as stack:
         servers = []
-        for interval in args.intervals:
+        configs = list(itertools.product(args.intervals, args.stream_ids))
+        for interval, stream_ids in configs:
             port = free_port()
             command = [sys.executable, "-m", "tito", "serve", "--family", args.family, "--engine", "sglang",
                        "--engine-url", f"http://127.0.0.1:{engine_port}", "--port", str(port),
-                       "--stream-interval-ms", f"{interval:g}", "--log-level", "warning"]  # fmt: skip
-            servers.append((interval, port, stack.enter_context(process(command, port, "/health", ROOT / "src")).pid))
-        results: dict[float, tuple[list[float], list[float]]] = {interval: ([], []) for interval in args.intervals}
+                       "--stream-interval-ms", f"{interval:g}", "--engine-stream-ids", str(stream_ids),
+                       "--log-level", "warning"]  # fmt: skip
+            pid = stack.enter_context(process(command, port, "/health", ROOT / "src")).pid
+            servers.append(((interval, stream_ids), port, pid))
+        results: dict[tuple[float, int], tuple[list[float], list[float]]] = {config: ([], []) for config in configs}
         for _ in range(args.turns):  # lockstep: a round on each server in turn
-            for interval, port, pid in servers:
+            for config, port, pid in servers:
                 cpu, wall = asyncio.run(turns(port, pid, args.sessions, 1))
-                results[interval][0].extend(cpu)
-                results[interval][1].extend(wall)
-    base = statistics.median(results[args.intervals[0]][0][1:])
-    for interval in args.intervals:
-        cpu, wall = results[interval][0][1:], results[interval][1][1:]
-        print(f"--stream-interval-ms {interval:4g}: {statistics.median(cpu):6.2f} ms CPU per turn "
-              f"({statistics.median(cpu) / base:.2f}x), {statistics.median(wall):.3f} s per turn")  # fmt: skip
+                results[config][0].extend(cpu)
+                results[config][1].extend(wall)
+    base = statistics.median(results[configs[0]][0][1:])
+    for (interval, stream_ids), (cpu, wall) in results.items():
+        cpu, wall = cpu[1:], wall[1:]
+        print(f"--stream-interval-ms {interval:4g} --engine-stream-ids {stream_ids:3d}: "
+              f"{statistics.median(cpu):6.2f} ms CPU per turn ({statistics.median(cpu) / base:.2f}x), "
+              f"{statistics.median(wall):.3f} s per turn")  # fmt: skip
 
 
 if __name__ == "__main__":

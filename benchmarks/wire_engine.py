@@ -6,9 +6,11 @@ once with the same scripted ids (cut at the request's max tokens) and logprobs, 
 tests/engines/fake_sglang.py and fake_vllm.py (SGLang `POST /generate`; vLLM `POST /v1/completions` with a
 token-id prompt, `GET /v1/models`). A request with `stream: true` gets the same reply as an SSE stream, one event
 per id (SGLang's incremental events, as `--incremental-streaming-output` sends them; vLLM's chunks and a usage
-chunk), chunked, all written at once; with ID_MS, an event every ID_MS milliseconds, as an engine sampling at
-1000/ID_MS ids a second writes them. It is a raw asyncio HTTP/1.1 server with orjson, not Starlette, so that the
-engine costs as little as possible: what tito adds is then the visible part.
+chunk), chunked, all written at once; with ID_MS, each event ID_MS milliseconds per id it carries after the one
+before, as an engine sampling at 1000/ID_MS ids a second writes them. A SGLang request's
+`sampling_params.stream_interval` K makes an event per K ids (ids 1, K+1, 2K+1, ... and the last), as SGLang does.
+It is a raw asyncio HTTP/1.1 server with orjson, not Starlette, so that the engine costs as little as possible: what
+tito adds is then the visible part.
 
 Run: python benchmarks/wire_engine.py sglang|vllm PORT IDS [ID_MS]   (IDS: comma-separated reply ids)
 """
@@ -37,8 +39,11 @@ def sglang_generate(reply_ids: list[int]) -> Handler:
         stopped = ids and ids[-1] in params["stop_token_ids"]
         finish = {"type": "stop", "matched": ids[-1]} if stopped else {"type": "length", "length": len(ids)}
         if body.get("stream"):
+            every = params.get("stream_interval") or 1  # SGLang's: ids 1, K+1, 2K+1, ... and the last
+            ends = [end for end in range(1, len(ids) + 1) if every == 1 or end % every == 1 or end == len(ids)]
             return [
-                event(body, ids, end - 1, end, finish if end == len(ids) else None) for end in range(1, len(ids) + 1)
+                event(body, ids, start, end, finish if end == len(ids) else None)
+                for start, end in zip([0, *ends], ends, strict=False)
             ]
         return event(body, ids, 0, len(ids), finish)
 
@@ -113,6 +118,13 @@ def sse_pieces(events: list[Any]) -> list[bytes]:
     return [*pieces[:-2], pieces[-2] + pieces[-1] + b"0\r\n\r\n"]
 
 
+def event_ids(event: Any) -> int:
+    """How many sampled ids a stream event carries (a vLLM usage chunk: none)."""
+    if "output_ids" in event:
+        return len(event["output_ids"])
+    return sum(len(choice["token_ids"]) for choice in event["choices"])
+
+
 async def serve_connection(
     table: dict[tuple[bytes, bytes], Handler],
     reader: asyncio.StreamReader,
@@ -140,7 +152,7 @@ async def serve_connection(
                 if isinstance(answer, list) and id_seconds:
                     for index, piece in enumerate(sse_pieces(answer)):
                         if index:
-                            await asyncio.sleep(id_seconds)
+                            await asyncio.sleep(id_seconds * event_ids(answer[index]))
                         writer.write(piece)
                 elif isinstance(answer, list):
                     writer.write(sse_response(answer))

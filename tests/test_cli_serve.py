@@ -22,6 +22,7 @@ import pytest
 
 import tito.server.commands.running
 from tito.cli import main
+from tito.engine_args import STREAM_IDS
 from tito.trajectory.events import TrajectoryKind
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -212,6 +213,20 @@ def test_the_stream_interval_reaches_the_engine_in_seconds_and_a_negative_one_is
     with pytest.raises(SystemExit) as refused:
         main([*argv, "--stream-interval-ms", "-5"])
     assert refused.value.code == 2 and "--stream-interval-ms: '-5' must be a finite number" in capsys.readouterr().err
+
+
+def test_the_engine_stream_ids_reach_the_engine_and_zero_is_refused(
+    engines_asked: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = engines_asked
+    argv = ["serve", "--family", "qwen3", "--engine", "sglang", "--engine-url", "http://127.0.0.1:9", "--port", "0"]
+    assert main(argv) == 0
+    assert asked[-1]["stream_ids"] == STREAM_IDS == 8
+    assert main([*argv, "--engine-stream-ids", "1"]) == 0
+    assert asked[-1]["stream_ids"] == 1
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--engine-stream-ids", "0"])
+    assert refused.value.code == 2 and "--engine-stream-ids: '0' must be 1 or more" in capsys.readouterr().err
 
 
 def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burst(

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REQUIRE_BINARIES, unavailable
 from tito.cli import main
-from tito.engine_args import ParallelSizes, engine_launch
+from tito.engine_args import STREAM_IDS, ParallelSizes, engine_launch
 from tito.errors import ConfigurationError
 from tito.families.registry import FAMILIES, fixed_families, get_family
 
@@ -97,6 +97,12 @@ def test_vllm_has_no_expert_parallel_size_so_ep_must_be_tp_times_dp() -> None:
     assert launch.argv[launch.argv.index("--tensor-parallel-size") + 1] == "4"
     with pytest.raises(ConfigurationError, match="TP x DP"):
         engine_launch(get_family("glm47"), "vllm", sizes=ParallelSizes(tp=4, ep=8))
+
+
+def test_vllm_is_launched_streaming_an_event_per_stream_ids_and_sglang_is_asked_per_request() -> None:
+    vllm = engine_launch(get_family("qwen3"), "vllm").argv
+    assert vllm[vllm.index("--stream-interval") + 1] == str(STREAM_IDS)
+    assert "--stream-interval" not in engine_launch(get_family("qwen3"), "sglang").argv
 
 
 def test_the_command_prints_the_line_and_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tito._version import package_version
 from tito.content_tokens import CONTENT_MODES
+from tito.engine_args import STREAM_IDS
 from tito.errors import TitoError
 from tito.extras import missing_extra_line
 from tito.families.base import VALID_APPEND_ROLES
@@ -49,6 +50,16 @@ def _non_negative(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 <= value < math.inf:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number, 0 or more")
+    return value
+
+
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
     return value
 
 
@@ -284,7 +295,7 @@ def _serve(args: argparse.Namespace) -> int:
     state = build_state(
         options, engine=args.engine, engine_url=args.engine_url, model_dir=model_dir, tokenizer=args.tokenizer,
         instant_token_delay=args.instant_token_delay, threads=args.threads,
-        stream_interval=args.stream_interval_ms / 1000,
+        stream_interval=args.stream_interval_ms / 1000, stream_ids=args.engine_stream_ids,
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="tito serve: %(name)s: %(message)s")
     logging.getLogger("tito").setLevel(args.log_level.upper())  # tito's own lines; libraries stay at warnings
@@ -356,6 +367,11 @@ def _add_serve_command(commands: Any) -> None:
                             "and each burst costs tito a parse, an encoding and a send); a stream's end leaves as it "
                             "arrives. 0 hands each event on as it arrives "
                             f"[Default: {STREAM_INTERVAL_MS:g}]"),  # fmt: skip
+    serve.add_argument("--engine-stream-ids", type=_positive_count, default=STREAM_IDS, metavar="N",
+                       help="a streamed SGLang request asks for an event per N ids (its per-request "
+                            "stream_interval; the first id and the finish still at once): each event wakes tito. "
+                            "vLLM takes it at launch (--stream-interval, in tito engine-args' line) "
+                            f"[Default: {STREAM_IDS}]"),  # fmt: skip
     serve.add_argument("--trajectory", choices=["linear", "tree"], default="linear",
                        help="session kind when POST /sessions names none: 'linear' (one path, one-step retries) or "
                        "'tree' (every generation kept, divergence branches) [Default: linear]")  # fmt: skip

@@ -26,6 +26,11 @@ ENGINES = ("sglang", "vllm")
 MODEL_PLACEHOLDER = "<model-path>"
 DRAFT_MODEL_PLACEHOLDER = "<draft-model-path>"
 DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+STREAM_IDS = 8
+"""Ids per streamed event asked of the engine (`tito serve --engine-stream-ids`'s default): SGLang takes it per
+request from tito; vLLM only at launch, as `--stream-interval`. Both send the first id and the finish at once. An
+event per id costs tito a wake-up and a read per id (~40 us each, benchmarks/RESULTS.md); at 8 a 200-id reply is ~26
+events, which tito's 50 ms stream interval groups further."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,12 @@ def engine_launch(
         argv += _speculative_args(engine, recipe.speculative, draft_model)
         notes.append(f"speculative recipe: {recipe.speculative.source}")
     if engine == "vllm":
-        argv += ["--enable-prompt-tokens-details"]
+        argv += ["--enable-prompt-tokens-details", "--stream-interval", str(STREAM_IDS)]
         notes.append("--enable-prompt-tokens-details reports cached prompt tokens, which tito records per turn")
+        notes.append(
+            f"--stream-interval {STREAM_IDS} streams an event per {STREAM_IDS} ids (the first and the last at once): "
+            "an event per id costs tito a wake-up each (SGLang is asked per request, tito serve --engine-stream-ids)"
+        )
     if family.thinking_kwarg is not None and family.thinking_kwarg not in kwargs:
         notes.append(
             f"thinking follows the template's default; pass --chat-template-kwargs '{{\"{family.thinking_kwarg}\": "

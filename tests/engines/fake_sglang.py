@@ -99,6 +99,8 @@ def sglang_app(server: FakeServer) -> Starlette:
                 return Response(b'{"text": "", "output_ids": [1, 2', media_type="application/json")
             return JSONResponse(event(count, finish_of(count)))
 
+        interval = params.get("stream_interval") or 1
+
         async def events() -> AsyncIterator[bytes]:
             if fault == "slow":
                 await server.wait_until_aborted(rid, request.is_disconnected)
@@ -116,6 +118,8 @@ def sglang_app(server: FakeServer) -> Starlette:
                     yield b'data: {"text": "", "output_ids": [\n\n'
                     break
                 finish = finish_of(count) if count == len(ids) and fault != "endless" else None
+                if finish is None and interval > 1 and count % interval != 1:
+                    continue  # SGLang's per-request stream_interval: ids 1, K+1, 2K+1, ... and the finish
                 start = sent if behaviour.incremental else 0
                 yield b"data: " + json.dumps(event(count, finish, start)).encode() + b"\n\n"
                 sent = count

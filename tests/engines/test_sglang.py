@@ -12,7 +12,7 @@ from tests.engines.fake_engine import FakeServer, scripted_id, scripted_logprob,
 from tests.engines.servers import free_port
 from tests.engines.sglang_api import sglang_api_types
 from tito.engines.protocol import FinishKind, GenerateRequest, LogprobSemantics, SamplingParams, collect_stream
-from tito.engines.sglang import SGLangEngine, parse_finish_reason, parse_reply
+from tito.engines.sglang import SGLangEngine, generate_body, parse_finish_reason, parse_reply
 from tito.errors import (
     EngineRequestError,
     EngineResponseError,
@@ -116,6 +116,32 @@ async def test_streaming_yields_only_new_ids_and_equals_the_non_streaming_reply(
     assert streamed.output_ids == whole.output_ids == array("i", expected_ids(6))
     assert streamed.output_logprobs == whole.output_logprobs
     assert streamed.finish == whole.finish and streamed.weight_versions == ("default",)
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["cumulative", "incremental"])
+@pytest.mark.asyncio
+async def test_stream_ids_ask_an_event_per_that_many_ids_and_give_the_same_generation(
+    sglang_server: FakeServer, incremental: bool
+):
+    """SGLang's per-request `stream_interval`: the first id at once, then every 4th, the finish at once."""
+    sglang_server.behaviour.incremental = incremental
+    sglang_server.behaviour.token_delay = 0.02
+    engine = SGLangEngine(sglang_server.url, stream_ids=4)
+    chunks = [chunk async for chunk in engine.stream(request(max_new_tokens=10))]
+    whole = await engine.generate(request(max_new_tokens=10))
+    await engine.aclose()
+    assert [len(chunk.ids) for chunk in chunks] == [1, 4, 4, 1]
+    assert [chunk.finish is not None for chunk in chunks] == [False, False, False, True]
+    assert sglang_server.requests[0].body["sampling_params"]["stream_interval"] == 4
+    assert "stream_interval" not in sglang_server.requests[1].body["sampling_params"], "only a stream asks for it"
+    assert array("i", [i for chunk in chunks for i in chunk.ids]) == whole.output_ids
+    assert array("f", [p for chunk in chunks for p in chunk.logprobs]) == whole.output_logprobs
+
+
+def test_a_stream_of_one_id_per_event_leaves_sglangs_default_unasked():
+    body = generate_body(request(), stream=True)
+    assert "stream_interval" not in body["sampling_params"]
+    assert generate_body(request(), stream=True, stream_ids=8)["sampling_params"]["stream_interval"] == 8
 
 
 @pytest.mark.parametrize(

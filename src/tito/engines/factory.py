@@ -26,11 +26,13 @@ def create_engine(
     instant_token_delay: float = 0.0,
     threads: int | None = None,
     stream_interval: float = 0.0,
+    stream_ids: int = 1,
 ) -> Engine:
     """An engine of `kind`: `local` (model_dir, or the default SmolLM2), `sglang`/`vllm` (url), `instant` (script;
     `instant_token_delay` seconds per reply id stand in for generation time). `threads`: the local engine's torch
     CPU threads (None: torch's default). `stream_interval`: an HTTP engine's stream is read at most once per this
-    many seconds (the events that arrive in between as one burst)."""
+    many seconds (the events that arrive in between as one burst); `stream_ids`: SGLang is asked for a streamed
+    event per this many ids (vLLM takes it at launch only: `--stream-interval`, which `tito engine-args` prints)."""
     if kind == "local":
         from tito.engines.local import LocalEngine, default_model_dir
 
@@ -41,7 +43,7 @@ def create_engine(
         if kind == "sglang":
             from tito.engines.sglang import SGLangEngine
 
-            return SGLangEngine(url, timeout=timeout, stream_interval=stream_interval)
+            return SGLangEngine(url, timeout=timeout, stream_interval=stream_interval, stream_ids=stream_ids)
         from tito.engines.vllm import VLLMEngine
 
         return VLLMEngine(url, timeout=timeout, stream_interval=stream_interval)

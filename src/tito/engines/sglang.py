@@ -60,9 +60,13 @@ class SGLangEngine:
         model: str = "",
         max_context: int | None = None,
         stream_interval: float = 0.0,
+        stream_ids: int = 1,
     ) -> None:
-        """`stream_interval`: a stream's events read at most once per this many seconds (`HttpEngineClient`)."""
+        """`stream_interval`: a stream's events read at most once per this many seconds (`HttpEngineClient`).
+        `stream_ids`: a streamed request asks SGLang for an event per this many ids (`sampling_params.stream_interval`:
+        the first id and the finish still at once), so a reply of N ids wakes tito ~N/stream_ids times, not N."""
         self._http = HttpEngineClient(ENGINE, url, timeout=timeout, stream_interval=stream_interval)
+        self._stream_ids = stream_ids
         self._prompts = PromptJson()
         """Each session's latest prompts as JSON: a turn's body extends its previous prompt's ids."""
         self._info = EngineInfo(
@@ -97,9 +101,8 @@ class SGLangEngine:
         version changes within it."""
         received = 0
         finished = False
-        bursts = self._http.post_sse(
-            "/generate", generate_body(request, stream=True, prompts=self._prompts), _headers(request)
-        )
+        body = generate_body(request, stream=True, prompts=self._prompts, stream_ids=self._stream_ids)
+        bursts = self._http.post_sse("/generate", body, _headers(request))
         try:
             async for events in bursts:
                 if finished:
@@ -136,11 +139,17 @@ class SGLangEngine:
         await self._http.aclose()
 
 
-def generate_body(request: GenerateRequest, *, stream: bool, prompts: PromptJson | None = None) -> JsonObject:
-    """`/generate`'s body; `prompts` writes the ids as an extension of the session's previous prompt."""
+def generate_body(
+    request: GenerateRequest, *, stream: bool, prompts: PromptJson | None = None, stream_ids: int = 1
+) -> JsonObject:
+    """`/generate`'s body; `prompts` writes the ids as an extension of the session's previous prompt; a stream asks
+    for an event per `stream_ids` ids (SGLang's per-request `stream_interval`; 1: SGLang's own default)."""
+    params = sampling_params(request.sampling)
+    if stream and stream_ids > 1:
+        params["stream_interval"] = stream_ids
     body: JsonObject = {
         "input_ids": prompt_json(request.prompt_ids, request.session_id, prompts),
-        "sampling_params": sampling_params(request.sampling),
+        "sampling_params": params,
         "return_logprob": True,
         "logprob_start_len": -1,
         "top_logprobs_num": request.sampling.top_logprobs,

@@ -66,9 +66,11 @@ def build_state(
     instant_token_delay: float = 0.0,
     threads: int | None = None,
     stream_interval: float = 0.0,
+    stream_ids: int = 1,
 ) -> ServerState:
     """The state `tito serve` runs: its tokenizer, engine and empty session registry (`threads`: the local
-    engine's CPU threads; `stream_interval`: seconds between an HTTP engine stream's reads, `create_engine`)."""
+    engine's CPU threads; `stream_interval`: seconds between an HTTP engine stream's reads; `stream_ids`: ids per
+    event asked of SGLang's stream; `create_engine`)."""
     loaded = load_server_tokenizer(options.family, tokenizer, engine, model_dir)
     script: ReplyScript | None = None
     if engine == "instant":
@@ -77,5 +79,6 @@ def build_state(
     built = create_engine(
         engine, url=engine_url, model_dir=model_dir, timeout=options.engine_timeout, instant_script=script,
         instant_token_delay=instant_token_delay, threads=threads, stream_interval=stream_interval,
+        stream_ids=stream_ids,
     )  # fmt: skip
     return ServerState(loaded, built, options)
