@@ -201,32 +201,26 @@ def test_threads_reach_the_local_engine_and_are_refused_for_an_engine_without_th
     assert "--threads sets the local engine's CPU threads; --engine instant has none" in capsys.readouterr().err
 
 
-def test_the_stream_interval_reaches_the_engine_in_seconds_and_a_negative_one_is_refused(
-    engines_asked: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.parametrize(
+    ("option", "key", "default", "given", "taken", "refused", "why"),
+    [
+        ("--stream-interval-ms", "stream_interval", 0.05, "0", 0, "-5", "must be a finite number"),  # ms -> s
+        ("--engine-stream-ids", "stream_ids", STREAM_IDS, "1", 1, "0", "must be 1 or more"),
+    ],
+)
+def test_the_engine_stream_options_reach_the_engine_and_a_bad_value_is_refused(
+    engines_asked: list[dict[str, Any]], capsys: pytest.CaptureFixture[str], option: str, key: str,
+    default: float, given: str, taken: float, refused: str, why: str,
+) -> None:  # fmt: skip
     asked = engines_asked
     argv = ["serve", "--family", "qwen3", "--engine", "sglang", "--engine-url", "http://127.0.0.1:9", "--port", "0"]
     assert main(argv) == 0
-    assert asked[-1]["stream_interval"] == pytest.approx(0.05)  # the default, 50 ms
-    assert main([*argv, "--stream-interval-ms", "0"]) == 0
-    assert asked[-1]["stream_interval"] == 0
-    with pytest.raises(SystemExit) as refused:
-        main([*argv, "--stream-interval-ms", "-5"])
-    assert refused.value.code == 2 and "--stream-interval-ms: '-5' must be a finite number" in capsys.readouterr().err
-
-
-def test_the_engine_stream_ids_reach_the_engine_and_zero_is_refused(
-    engines_asked: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    asked = engines_asked
-    argv = ["serve", "--family", "qwen3", "--engine", "sglang", "--engine-url", "http://127.0.0.1:9", "--port", "0"]
-    assert main(argv) == 0
-    assert asked[-1]["stream_ids"] == STREAM_IDS == 8
-    assert main([*argv, "--engine-stream-ids", "1"]) == 0
-    assert asked[-1]["stream_ids"] == 1
-    with pytest.raises(SystemExit) as refused:
-        main([*argv, "--engine-stream-ids", "0"])
-    assert refused.value.code == 2 and "--engine-stream-ids: '0' must be 1 or more" in capsys.readouterr().err
+    assert asked[-1][key] == pytest.approx(default)
+    assert main([*argv, option, given]) == 0
+    assert asked[-1][key] == taken
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, option, refused])
+    assert stopped.value.code == 2 and f"{option}: '{refused}' {why}" in capsys.readouterr().err
 
 
 def test_tito_serve_holds_idle_connections_longer_than_clients_and_queues_a_burst(

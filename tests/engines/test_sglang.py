@@ -96,46 +96,31 @@ async def test_a_matched_stop_token_is_kept_as_the_last_id(sglang_server: FakeSe
     assert generation.finish.kind is FinishKind.STOP and generation.finish.matched_token_id == 151645
 
 
+@pytest.mark.parametrize(("stream_ids", "lengths"), [(1, [1] * 6), (4, [1, 4, 1])], ids=["per-id", "per-4-ids"])
 @pytest.mark.parametrize("incremental", [False, True], ids=["cumulative", "incremental"])
 @pytest.mark.asyncio
 async def test_streaming_yields_only_new_ids_and_equals_the_non_streaming_reply(
-    sglang_server: FakeServer, incremental: bool
+    sglang_server: FakeServer, incremental: bool, stream_ids: int, lengths: list[int]
 ):
-    """Events that arrive apart are a chunk each; all at once (no delay), one chunk: the same generation."""
+    """Events that arrive apart are a chunk each (with `stream_ids`, SGLang's per-request `stream_interval`: the
+    first id at once, then every 4th, the finish at once); all at once (no delay), one chunk: the same generation."""
     sglang_server.behaviour.incremental = incremental
     sglang_server.behaviour.token_delay = 0.02
-    engine = SGLangEngine(sglang_server.url)
+    engine = SGLangEngine(sglang_server.url, stream_ids=stream_ids)
     chunks = [chunk async for chunk in engine.stream(request(max_new_tokens=6))]
     sglang_server.behaviour.token_delay = 0.0
     streamed = await collect_stream(engine.stream(request(max_new_tokens=6)), time.monotonic())
     whole = await engine.generate(request(max_new_tokens=6))
     await engine.aclose()
-    assert [len(chunk.ids) for chunk in chunks] == [1] * 6
-    assert [chunk.finish is not None for chunk in chunks] == [False] * 5 + [True]
+    assert [len(chunk.ids) for chunk in chunks] == lengths
+    assert [chunk.finish is not None for chunk in chunks] == [False] * (len(lengths) - 1) + [True]
     assert sglang_server.requests[0].body["stream"] is True
+    assert sglang_server.requests[0].body["sampling_params"].get("stream_interval") == (4 if stream_ids > 1 else None)
+    assert "stream_interval" not in sglang_server.requests[2].body["sampling_params"], "only a stream asks for it"
+    assert array("i", [i for chunk in chunks for i in chunk.ids]) == streamed.output_ids
     assert streamed.output_ids == whole.output_ids == array("i", expected_ids(6))
     assert streamed.output_logprobs == whole.output_logprobs
     assert streamed.finish == whole.finish and streamed.weight_versions == ("default",)
-
-
-@pytest.mark.parametrize("incremental", [False, True], ids=["cumulative", "incremental"])
-@pytest.mark.asyncio
-async def test_stream_ids_ask_an_event_per_that_many_ids_and_give_the_same_generation(
-    sglang_server: FakeServer, incremental: bool
-):
-    """SGLang's per-request `stream_interval`: the first id at once, then every 4th, the finish at once."""
-    sglang_server.behaviour.incremental = incremental
-    sglang_server.behaviour.token_delay = 0.02
-    engine = SGLangEngine(sglang_server.url, stream_ids=4)
-    chunks = [chunk async for chunk in engine.stream(request(max_new_tokens=10))]
-    whole = await engine.generate(request(max_new_tokens=10))
-    await engine.aclose()
-    assert [len(chunk.ids) for chunk in chunks] == [1, 4, 4, 1]
-    assert [chunk.finish is not None for chunk in chunks] == [False, False, False, True]
-    assert sglang_server.requests[0].body["sampling_params"]["stream_interval"] == 4
-    assert "stream_interval" not in sglang_server.requests[1].body["sampling_params"], "only a stream asks for it"
-    assert array("i", [i for chunk in chunks for i in chunk.ids]) == whole.output_ids
-    assert array("f", [p for chunk in chunks for p in chunk.logprobs]) == whole.output_logprobs
 
 
 def test_a_stream_of_one_id_per_event_leaves_sglangs_default_unasked():
