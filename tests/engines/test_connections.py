@@ -337,6 +337,36 @@ async def test_a_paced_stream_gathers_what_arrives_within_its_interval_into_one_
 
 
 @pytest.mark.asyncio
+async def test_events_sparser_than_the_interval_each_leave_as_they_come_with_no_timer_started(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """An engine asked for an event per several ids writes them further apart than the interval: the gathering's
+    timer starts with an arrival, so none is started that would only wake to an empty buffer."""
+    gathered: list[float] = []
+    gather_until = _Connection.gather_until
+
+    async def counted(self: _Connection, when: float) -> None:
+        gathered.append(when)
+        await gather_until(self, when)
+
+    monkeypatch.setattr(_Connection, "gather_until", counted)
+
+    async def an_event_every_60ms(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+        pieces: list[bytes | asyncio.Event | float] = [STREAM_HEAD]
+        for index in range(4):
+            pieces += [chunk(b"data: %d\n\n" % index), 0.06]
+        return [*pieces, b"0\r\n\r\n"]
+
+    async with RawServer(an_event_every_60ms) as server:
+        paced = ConnectionPool("127.0.0.1", server.port, timeout=5.0, connect_timeout=2.0, stream_interval=0.02)
+        async with paced.stream("POST", "/generate", (b"{}",), {}) as reply:
+            pieces = [piece async for piece in reply.pieces]
+        await paced.aclose()
+    assert pieces == [b"data: %d\n\n" % index for index in range(4)], "each event its own piece, as it came"
+    assert gathered == [], "no gathering started: every event came after the interval"
+
+
+@pytest.mark.asyncio
 async def test_leaving_a_stream_before_its_end_closes_the_connection_so_the_engine_sees_the_client_leave():
     left = asyncio.Event()
 

@@ -528,7 +528,9 @@ class _BodyPieces:
     With an `interval` (seconds), a chunked body's pieces after the first leave at most once per interval: what
     arrives in between gathers in the buffer and becomes one piece (an engine streaming id by id writes an event per
     id, and each piece costs its reader a parse, a parser feed, an encoding and a send to its client). The body's
-    end leaves as soon as it arrives: each arrival in between only appends to the buffer and looks at its end.
+    end leaves as soon as it arrives: each arrival in between only appends to the buffer and looks at its end. The
+    gathering's timer starts with the first arrival after a piece, so events sparser than the interval (an engine
+    asked for an event per several ids) each leave as they come, with no timer that wakes to nothing.
     (Pausing the reading instead saves the arrivals' wake-ups too, but holds a stream's end until the interval is
     over: up to an interval more per turn, benchmarks/RESULTS.md.)"""
 
@@ -572,8 +574,11 @@ class _BodyPieces:
     async def _next_chunks(self) -> bytes:
         connection = self.connection
         buffer = connection.buffer
-        if self._next_at is not None and not connection.ended and connection.loop.time() < self._next_at:
-            await connection.gather_until(self._next_at)
+        if self._next_at is not None and not connection.ended:
+            if not buffer:  # nothing since the last piece: a timer now would wake to an empty buffer
+                await connection.wait(1, self._deadline())
+            if not connection.ended and connection.loop.time() < self._next_at:
+                await connection.gather_until(self._next_at)
         while True:
             if buffer:
                 data, consumed, ended = _complete_chunks(buffer)
