@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.engines.raw_server import STREAM_HEAD, RawServer, chunk
+from tests.engines.raw_server import STREAM_HEAD, RawServer, Reply, chunk
 from tito.engines.connections import MAX_HEAD_BYTES, ConnectionPool, HttpProtocolError, _BodyPieces, _Connection
 from tito.engines.http import HttpEngineClient, SseData
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
@@ -305,15 +305,21 @@ async def test_a_streamed_reply_yields_each_piece_as_it_arrives_then_its_connect
         await client.aclose()
 
 
-@pytest.mark.asyncio
-async def test_a_paced_stream_gathers_what_arrives_within_its_interval_into_one_piece_and_never_holds_its_end():
-    async def an_event_every_20ms(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
+def events_apart(count: int, seconds: float) -> Reply:
+    """A raw server's reply: a chunked SSE stream of `count` events (`data: 0` ...), `seconds` apart, then its end."""
+
+    async def reply(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
         pieces: list[bytes | asyncio.Event | float] = [STREAM_HEAD]
-        for index in range(12):
-            pieces += [chunk(b"data: %d\n\n" % index), 0.02]
+        for index in range(count):
+            pieces += [chunk(b"data: %d\n\n" % index), seconds]
         return [*pieces, b"0\r\n\r\n"]
 
-    async with RawServer(an_event_every_20ms) as server:
+    return reply
+
+
+@pytest.mark.asyncio
+async def test_a_paced_stream_gathers_what_arrives_within_its_interval_into_one_piece_and_never_holds_its_end():
+    async with RawServer(events_apart(12, 0.02)) as server:
         paced = ConnectionPool("127.0.0.1", server.port, timeout=5.0, connect_timeout=2.0, stream_interval=0.1)
         async with paced.stream("POST", "/generate", (b"{}",), {}) as reply:
             pieces = [piece async for piece in reply.pieces]
@@ -351,13 +357,7 @@ async def test_events_sparser_than_the_interval_each_leave_as_they_come_with_no_
 
     monkeypatch.setattr(_Connection, "gather_until", counted)
 
-    async def an_event_every_60ms(body: bytes, reader: asyncio.StreamReader) -> list[bytes | asyncio.Event | float]:
-        pieces: list[bytes | asyncio.Event | float] = [STREAM_HEAD]
-        for index in range(4):
-            pieces += [chunk(b"data: %d\n\n" % index), 0.06]
-        return [*pieces, b"0\r\n\r\n"]
-
-    async with RawServer(an_event_every_60ms) as server:
+    async with RawServer(events_apart(4, 0.06)) as server:
         paced = ConnectionPool("127.0.0.1", server.port, timeout=5.0, connect_timeout=2.0, stream_interval=0.02)
         async with paced.stream("POST", "/generate", (b"{}",), {}) as reply:
             pieces = [piece async for piece in reply.pieces]
