@@ -1,5 +1,5 @@
 """`tito serve`'s own listening socket: its accepted connections send each reply at once (TCP_NODELAY); its
-process's garbage collector is tuned for a server's heap.
+process's garbage collector is tuned for a server's heap, and glibc keeps the memory a request frees.
 
 A socket made with proto 0 (what `socket.create_server` gives) leaves asyncio's accepted sockets with Nagle on, and a
 reply written in two parts then waits for the client's delayed ACK: about 40 ms added to every request.
@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import platform
 import socket
+import subprocess
+import sys
+
+import pytest
 
 from tito.server.commands.running import GC_THRESHOLDS, bound_port, listening_socket, tune_garbage_collector
 
@@ -57,3 +62,34 @@ def test_the_collector_freezes_the_startup_heap_and_collects_less_often() -> Non
         gc.unfreeze()
         gc.set_threshold(*before)
     assert any(found is startup for found in gc.get_objects())
+
+
+_HEAP_PROBE = """
+import ctypes, platform
+from tito.server.commands.running import keep_freed_heap
+
+class MallInfo2(ctypes.Structure):
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+    _fields_ = [(name, ctypes.c_size_t) for name in names.split()]
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo2
+print(keep_freed_heap())
+before = mallinfo2()
+body = bytearray(8 << 20)
+during = mallinfo2()
+del body
+after = mallinfo2()
+print(during.hblkhd - before.hblkhd, during.uordblks - before.uordblks, during.arena - after.arena)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_heap tunes glibc's allocator only")
+def test_a_freed_request_sized_block_stays_in_the_heap_for_the_next_request() -> None:
+    # In a process of its own: the allocator's settings are process-wide and cannot be put back.
+    probe = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, timeout=60, check=True)
+    took, mapped, in_heap, given_back = probe.stdout.split("\n")[0], *map(int, probe.stdout.split("\n")[1].split())
+    assert took == "True"
+    assert mapped == 0  # 8 MB from the heap, not a mapping of its own (glibc's default: mapped, unmapped when freed)
+    assert in_heap >= 8 << 20
+    assert given_back == 0  # freed, the block's memory stays the process's for the next body

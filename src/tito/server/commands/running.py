@@ -10,7 +10,8 @@ A request the HTTP server cannot parse (a malformed chunk size, a bad Content-Le
 answers 400 and its warning line is logged at INFO (`ClientErrorsAtInfo`); the route reading the body answers 499,
 counted under its own name in /metrics, never as an internal error.
 
-`tito serve`'s process also tunes Python's garbage collector for a server's heap (`tune_garbage_collector`).
+`tito serve`'s process also tunes Python's garbage collector for a server's heap (`tune_garbage_collector`) and, under
+glibc, keeps the heap memory a request frees for the next one (`keep_freed_heap`).
 
 Imports nothing from tito.
 """
@@ -18,6 +19,7 @@ Imports nothing from tito.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import logging
 import socket
@@ -32,6 +34,12 @@ KEEP_ALIVE_SECONDS = 75
 LISTEN_BACKLOG = 4096
 GC_THRESHOLDS = (50_000, 20, 100)
 """`tito serve`'s collector thresholds (Python's default: 700, 10, 10); see `tune_garbage_collector`."""
+HEAP_FROM_BYTES = 32 << 20
+"""Allocations up to this size come from the heap, not a mapping of their own (glibc's `M_MMAP_THRESHOLD`; the most
+its own adaptive threshold rises to on 64-bit)."""
+HEAP_KEPT_BYTES = 64 << 20
+"""Free memory at the heap's top kept for reuse rather than given back to the system (glibc's `M_TRIM_THRESHOLD`)."""
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
 class ClientErrorsAtInfo(logging.Filter):
@@ -109,12 +117,30 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def keep_freed_heap() -> bool:
+    """Under glibc: allocate up to HEAP_FROM_BYTES from the heap and keep up to HEAP_KEPT_BYTES of freed heap; False
+    where the C library does not take that (no `mallopt`, or musl's, which does nothing).
+
+    Every turn's request body (an agent's resent conversation, 0.1-1 MB) is gathered by uvicorn into a bytearray and
+    copied into bytes. With glibc's defaults those blocks were mapped fresh or the heap's top given back and taken
+    again, so each turn's body was written into new pages the kernel had to fault in and zero: 10-13% of `tito
+    serve`'s CPU per turn under 64 sessions (perf, benchmarks/RESULTS.md), 1.5% once freed memory is kept."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_FROM_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, HEAP_KEPT_BYTES))
+
+
 def serve_on_socket(app: FastAPI, sock: socket.socket, log_level: str = "warning") -> None:
     """Serve `app` on the listening `sock` until interrupted (Ctrl-C, SIGTERM); uvicorn's own access log stays off
     (tito writes its own, `tito.server.access_log`). The process's collector is tuned for a server
-    (`tune_garbage_collector`). Per request uvicorn adds no ASGI layer of its own: tito reads neither the client's
-    address nor the scheme that `X-Forwarded-*` headers would rewrite, and its replies carry no `server` header."""
+    (`tune_garbage_collector`) and its allocator keeps freed heap (`keep_freed_heap`). Per request uvicorn adds no
+    ASGI layer of its own: tito reads neither the client's address nor the scheme that `X-Forwarded-*` headers would
+    rewrite, and its replies carry no `server` header."""
     tune_garbage_collector()
+    keep_freed_heap()
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG,
                             proxy_headers=False, server_header=False)  # fmt: skip
