@@ -16,7 +16,7 @@ from tito.server.dialects import anthropic, responses
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError
 from tito.server.models import ChatCompletionRequest, json_objects
-from tito.server.sessions import resent_prefix
+from tito.server.sessions import json_spans, resent_prefix
 from tito.server.sessions.resent_prefix import ResentPrefix
 from tito.server.turns.completions import chat_body_reader, parse_chat_request
 from tito.server.turns.retries import unmarked_key
@@ -254,8 +254,8 @@ def test_appended_messages_are_validated_once_and_not_scanned_until_a_body_parts
     """A body that ends with the previous body's bytes after the array: its new messages are validated at once
     and never scanned for their ends; a later body that rewrites one of them finds those ends then."""
     scans: list[int] = []
-    scan = resent_prefix._continue_array
-    monkeypatch.setattr(resent_prefix, "_continue_array", lambda *args: scans.append(1) or scan(*args))
+    scan = json_spans.continue_array
+    monkeypatch.setattr(json_spans, "continue_array", lambda *args: scans.append(1) or scan(*args))
     validated: list[int] = []
     prefix = counting_reader(validated)
     messages = turns(8)
@@ -276,6 +276,113 @@ def test_a_field_added_after_the_array_whose_bytes_end_like_the_previous_rest_is
     messages = turns(4)
     check(prefix, body(messages), False)
     check(prefix, body([*messages, {"role": "user", "content": "go"}], tools=[{"type": "function"}]), True)
+
+
+def validating_reader(validated: list[bytes]) -> ResentPrefix[ChatCompletionRequest]:
+    """The chat reader, keeping each body its whole-request validation gets."""
+    prefix = chat_body_reader()
+    whole = prefix.validate
+    prefix.validate = lambda body: validated.append(body) or whole(body)
+    return prefix
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_changed_later_member_is_validated_without_the_unchanged_arrays_and_objects_before_it(
+    indent: int | None,
+) -> None:
+    """Codex's `client_metadata`, after its tools, changes every turn: the tools are the previous request's, never
+    validated again; the unchanged scalars before the change are validated again (a dialect's checks of a field
+    see them), the changed member and everything after it too."""
+    validated: list[bytes] = []
+    prefix = validating_reader(validated)
+    messages = turns(8)
+    tools = [{"type": "function", "function": {"name": "run", "description": "Run it ✓", "parameters": {}}}]
+    first = check(prefix, body(messages[:3], indent, tools=tools, seed=1, metadata={"turn": 0}), False)
+    for count in range(5, 17, 2):
+        validated.clear()
+        later = check(prefix, body(messages[:count], indent, tools=tools, seed=1, metadata={"turn": count}), True)
+        assert later.tools is first.tools and later.model_extra == {"metadata": {"turn": count}}
+        assert len(validated) == 1 and b"Run it" not in validated[0]
+        assert b'"seed"' in validated[0] and f"step {count // 2 - 1} ".encode() in validated[0]
+
+
+def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_tools_and_include() -> None:
+    """Codex's body: tools, scalars, `include` (a field tito does not declare) and `client_metadata`, which
+    changes every turn, after `input`."""
+    validated: list[bytes] = []
+    prefix = responses.body_reader()
+    whole = prefix.validate
+    prefix.validate = lambda body: validated.append(body) or whole(body)
+    tools = [{"type": "function", "name": "exec_command", "description": "Run ✓", "parameters": {}, "strict": False}]
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "go"}]
+    first = None
+    for turn in range(6):
+        asked = orjson.dumps({
+            "model": "m", "instructions": "Be brief.", "input": items, "tools": tools, "tool_choice": "auto",
+            "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
+            "client_metadata": {"turn_id": f"turn-{turn}"},
+        })  # fmt: skip
+        validated.clear()
+        read = prefix.read(asked)
+        assert read.request.model_dump() == responses.parse_request(asked).model_dump()
+        assert read.digest.hexdigest() == unmarked_key(asked).fingerprint
+        if first is None:
+            first = read.request
+        else:
+            assert read.from_prefix and read.request.tools is first.tools
+            assert read.request.model_extra["include"] is first.model_extra["include"]
+            assert len(validated) == 1 and b"exec_command" not in validated[0] and b"include" not in validated[0]
+        items = [*items, {"type": "function_call_output", "call_id": f"c{turn}", "output": "ok " * turn}]
+
+
+def test_a_later_member_that_repeats_an_unchanged_one_gives_its_value_as_a_whole_read_does() -> None:
+    prefix = reader()
+    messages = turns(6)
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "run"}}]
+    asked = body(messages[:3], tools=tools, metadata={"turn": 0})
+    check(prefix, asked, False)
+    repeated = body(messages[:5], tools=tools, metadata={"turn": 1})[:-1] + b', "tools": []}'
+    assert check(prefix, repeated, True).tools == []
+    assert check(prefix, body(messages[:7], tools=tools, metadata={"turn": 2}), True).tools == tools
+
+
+def test_a_changed_first_member_after_the_array_or_an_invalid_later_one_reads_as_a_whole_read() -> None:
+    prefix = reader()
+    messages = turns(8)
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "run"}}]
+    check(prefix, body(messages[:3], tools=tools, metadata={"turn": 0}), False)
+    check(prefix, body(messages[:5], tools=[], metadata={"turn": 1}), True)  # its new messages scanned
+    check(prefix, body(messages[:7], tools=[], metadata={"turn": 2}), True)
+    assert not read_as_whole(prefix, body(messages[:9], tools=[], metadata={"turn": 3}, n=3))  # refused
+    assert not read_as_whole(prefix, body(messages[:9], tools=[], temperature=float("nan")))  # not JSON
+    check(prefix, body(messages[:9], tools=[], metadata={"turn": 4}), True)
+
+
+def test_random_resends_with_later_members_changing_every_turn_read_as_whole_reads() -> None:
+    """Appends, rewrites of the last few messages and malformed tails, each body with an unchanged array and object
+    after the conversation (tools), then members of which some change every turn (a spacing, a scalar, an object,
+    a repeated name, one left out)."""
+    rng = random.Random(11)
+    prefix = reader()
+    messages = turns(2)
+    tools = [{"type": "function", "function": {"name": "run", "parameters": {"a": [1, "]}"]}}}]
+    changed_reads = 0
+    for step in range(300):
+        if rng.random() < 0.7 or len(messages) < 3:
+            messages = messages + turns(rng.randrange(1, 4) + step)[-rng.randrange(1, 3) :]
+        else:
+            at = len(messages) - rng.randrange(1, min(len(messages), 5))
+            messages = [*messages[:at], {**messages[at], "cache_control": {"step": step}}, *messages[at + 1 :]]
+        if len(messages) > 40:
+            messages = messages[:2]
+        later = rng.choice(
+            [{"metadata": {"turn": step}}, {"seed": step}, {"stream": step % 2 == 0, "metadata": {"ü": "✓" * step}}, {}]
+        )
+        asked = body(messages, None, tools=tools, stop=["\n"], **later)
+        if rng.random() < 0.1:
+            asked = asked[:-1] + rng.choice([b', "tools": null}', b',"stop":[]}', b" }", b',"seed":1.5}', b',"x":{]}'])
+        changed_reads += read_as_whole(prefix, asked)
+    assert changed_reads > 150
 
 
 @pytest.mark.parametrize(

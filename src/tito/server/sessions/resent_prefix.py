@@ -10,8 +10,12 @@ those offsets to the array's `]` (the last few elements), with xxh3-128 digests 
 to such an offset is read from there: only the new elements are parsed and validated (alone, the request's other
 fields reused, when the bytes after the array digest as the old body's: the array's `]` is then where those bytes
 start, so the validator is the one parser of the new elements, and of their ends only the last is found, the earlier
-ones scanned for only when a later body parts before it; else in a body built of the head, the new elements and the
-rest, their ends scanned), the earlier elements are the validated ones already held, and the fingerprint is the held
+ones scanned for only when a later body parts before it; when the members after the array are the old body's up to
+some member, Codex's `client_metadata` changing every turn, likewise, with the array's `]` found by the first
+member's leading bytes and the request validated from a body built of the head, the new elements and the members but
+the unchanged arrays and objects before the change, which are the previous request's: an agent's tools are not
+validated again (`_Members`); else in a body built of the head, the new elements and the rest, their ends scanned),
+the earlier elements are the validated ones already held, and the fingerprint is the held
 digest state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one
 whose earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read
 whole, and its offsets are found for the next turn. Kept offsets: the last KEPT elements, so a client that rewrites
@@ -27,32 +31,37 @@ A dialect that translates its elements to chat messages puts a `Settled` stand-i
 translated (`settle`): a later resend reuses that translation, found by the stand-ins' identity, and a request whose
 stand-ins no kept translation covers is read whole again (`read_whole`).
 
+A request read from the prefix with some of its later members left out of the validation is right only where
+`validate` checks each field alone, as pydantic's field types and the dialects' parse checks do: a check across
+fields belongs after the read.
+
 What the per-turn path still does in proportion to the history: digesting the body's head once, to compare it (~8 us
 at 100k tokens; the head digest kept for the next turn is the first kept mark's fingerprint state, the same xxh3-128
 of the same bytes), and a shallow copy of the list of element references.
 
-Imports nothing from tito.
+Imports from tito: server.sessions.json_spans.
 """
 
 from __future__ import annotations
 
-import json
+import array
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import xxhash
 
+from tito.server.sessions import json_spans
+
 Request = TypeVar("Request")
 KEPT = 4
 """How many of the array's last element ends a body can be read from."""
 CONVERSATIONS = 3
 """How many previous bodies (of different conversations on the session) a body can be read from."""
-_SPACE = re.compile(r"[ \t\n\r]*")
 _SPACE_BYTES = frozenset(b" \t\n\r")
 _SEPARATOR = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*")
-_decoder = json.JSONDecoder()
 
 
 class Settled:
@@ -104,6 +113,74 @@ class _Last:
     """The last KEPT element ends (or the array's opening when it is empty), in order."""
     elements: list[Any]
     request: Any
+    members: _Members | None
+    """The members of the rest, when they are known."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Members:
+    """The members after a previous body's array, by byte offsets from its `]`: a body whose later members changed
+    (Codex's `client_metadata` does every turn) is read without validating again the arrays and objects of the
+    members before the change (an agent's tools, tens of kilobytes)."""
+
+    lead: bytes
+    """The bytes from the `]` to the first member's value (`],"tools":`): a body's `]` is where they next occur
+    after its new elements (at a wrong place those would be no valid array, and the body is read another way)."""
+    names: tuple[str, ...]
+    ends: array.array[int]
+    """Where each member's value ends."""
+    digests: bytes
+    """The xxh3-128 digest of the bytes from the `]` to each end, 16 bytes each."""
+    containers: int
+    """Bit i set: member i's value is an array or an object."""
+
+    def unchanged(self, body: bytes, close: int) -> tuple[int, Any]:
+        """How many of the members are, from `close` on, `body`'s bytes too, and the xxh3-128 state of those bytes."""
+        state, at = xxhash.xxh3_128(), close
+        for count, end in enumerate(self.ends):
+            if close + end > len(body):
+                return count, state
+            trial = state.copy()
+            trial.update(memoryview(body)[at : close + end])
+            if trial.digest() != self.digests[16 * count : 16 * count + 16]:
+                return count, state
+            state, at = trial, close + end
+        return len(self.ends), state
+
+    def reusable(self, count: int, later: list[json_spans.Member], key: str) -> list[str]:
+        """The names of the first `count` members whose values, unchanged, are the previous request's: arrays and
+        objects whose name no other member after the array repeats, in the previous body or in this one (later
+        members `later`): the last of duplicate names is the value. Never `key`."""
+        names = [*self.names[:count], *(name for name, _, _ in later)]
+        return [
+            name
+            for index, name in enumerate(self.names[:count])
+            if self.containers >> index & 1 and name != key and names.count(name) == self.names.count(name) == 1
+        ]
+
+    def continued(
+        self, body: bytes, close: int, count: int, state: Any, later: list[json_spans.Member]
+    ) -> _Members | None:
+        """The first `count` of these members (`state`: the xxh3-128 of `body`'s bytes from `close` to their end,
+        advanced here to the last member's end) followed by `later` (byte offsets in `body`); None when none."""
+        if count == 0 and not later:
+            return None
+        at = close + self.ends[count - 1] if count else close
+        digests = [self.digests[: 16 * count]]
+        containers = self.containers & ((1 << count) - 1)
+        for index, (_, start, end) in enumerate(later, count):
+            state.update(memoryview(body)[at:end])
+            digests.append(state.digest())
+            containers |= (body[start] in _CONTAINER_OPENINGS) << index
+            at = end
+        names = (*self.names[:count], *(sys.intern(name) for name, _, _ in later))
+        ends = array.array("q", [*self.ends[:count], *(end - close for _, _, end in later)])
+        lead = self.lead if count else body[close : later[0][1]]
+        return _Members(lead, names, ends, b"".join(digests), containers)
+
+
+_NO_MEMBERS = _Members(b"", (), array.array("q"), b"", 0)
+_CONTAINER_OPENINGS = frozenset(b"[{")
 
 
 @dataclass(frozen=True)
@@ -202,9 +279,12 @@ class ResentPrefix(Generic[Request]):
         """The usual resend read without scanning its new elements: when `body` ends with the previous body's bytes
         after its array, the array's `]` is where they start, the new elements (from `mark` to it) are validated at
         once and only the last one's end is marked (the others are found when a later body parts before it:
-        _filled). None: not that case, or its new elements do not validate (_read_tail's scan decides)."""
+        _filled). When only some of the members after the array changed, the `]` is where the first member's lead
+        is next found (_with_changed_members). None: neither case, or its new elements do not validate (_read_tail's
+        scan decides)."""
         close = len(body) - (last.length - last.close)
-        if close <= mark.offset or not _rest_is(last, body, close):
+        same_rest = close > mark.offset and _rest_is(last, body, close)
+        if not same_rest and (last.members is None or (close := body.find(last.members.lead, mark.offset)) < 0):
             return None
         first = mark.offset
         if mark.count > 0:
@@ -215,21 +295,64 @@ class ResentPrefix(Generic[Request]):
         end = close
         while end > first and body[end - 1] in _SPACE_BYTES:
             end -= 1
-        if end == first:
+        if end <= first:
             return None
-        try:
-            new = self.validate_elements(b"[" + body[first:close] + b"]")
-        except Exception:
-            return None
+        if same_rest:
+            try:
+                new = self.validate_elements(b"[" + body[first:close] + b"]")
+            except Exception:
+                return None
+            request, rest, members = last.request, last.rest, last.members
+        else:
+            changed = self._with_changed_members(body, last, first, close)
+            if changed is None:
+                return None
+            request, rest, members = changed
+            new = self.elements(request)
         self.hold(new)
         elements = last.elements[: mark.count] + new
-        request = self.with_elements(last.request, elements)
+        request = self.with_elements(request, elements)
         kept = list(last.marks[: last.marks.index(mark) + 1])
         marks = _extend(kept, body, [(end, len(elements))])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the new mark, then the rest
         digest.update(memoryview(body)[end:])
-        kept_last = _last(body, last.array_open, close, marks, elements, request, last.rest)
+        kept_last = _last(body, last.array_open, close, marks, elements, request, rest, members)
         return ReadBody(request, digest, True), kept_last
+
+    def _with_changed_members(
+        self, body: bytes, last: _Last, first: int, close: int
+    ) -> tuple[Request, bytes, _Members | None] | None:
+        """The request of `body`, whose array's new elements start at `first` and whose `]` is at `close`, when its
+        members after the array are the previous body's up to some member and differ from there: validated from its
+        head, its new elements, the scalars of the members before the change and the members from it on, with the
+        arrays and objects before the change taken from the previous request (`validate` checks each field alone,
+        so leaving them out changes nothing else). Also the xxh3-128 digest of the bytes from `close` on and the
+        members for the next body. None: the first member changed too, or the body is not valid."""
+        assert last.members is not None
+        count, state = last.members.unchanged(body, close)
+        if count == 0:
+            return None
+        at = close + last.members.ends[count - 1]
+        try:
+            text = body[at:].decode()
+            later = json_spans.members_in_bytes(text, json_spans.members_after(text, 0), 0, at)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        reused = last.members.reusable(count, later, self.key)
+        pieces = [body[: last.array_open], body[first:close], b"]"]
+        for index, name in enumerate(last.members.names[:count]):
+            if name not in reused:
+                start = close + (last.members.ends[index - 1] if index else 1)
+                pieces.append(body[start : close + last.members.ends[index]])
+        pieces.append(body[at:])
+        try:
+            parsed: Any = self.validate(b"".join(pieces))  # a pydantic model, as _with_equal_fields_of reads it
+            request = parsed.model_copy(update={name: _value(last.request, name) for name in reused})
+        except Exception:
+            return None
+        members = last.members.continued(body, close, count, state, later)
+        state.update(memoryview(body)[later[-1][2] if later else at :])
+        return _with_equal_fields_of(request, last.request, self.key), state.digest(), members
 
     def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
@@ -240,7 +363,7 @@ class ResentPrefix(Generic[Request]):
             return appended
         try:
             tail = body[mark.offset :].decode()
-            starts, ends, close = _continue_array(tail, 0, mark.count == 0)
+            starts, ends, close = json_spans.continue_array(tail, 0, mark.count == 0)
         except (ValueError, UnicodeDecodeError):
             return None
         if not ends:  # no new element: the same body again (a retry) reads as before; anything else whole
@@ -252,7 +375,7 @@ class ResentPrefix(Generic[Request]):
             digest = mark.digest.copy()
             digest.update(memoryview(body)[mark.offset :])
             return ReadBody(last.request, digest, True), last
-        first, *element_ends, close_at = _byte_offsets(tail, [starts[0], *ends, close], mark.offset)
+        first, *element_ends, close_at = json_spans.byte_offsets(tail, [starts[0], *ends, close], mark.offset)
         if len(body) - close_at == last.length - last.close and _rest_is(last, body, close_at):
             return None  # the rest is the previous body's: _read_appended validated these new elements, invalid
         try:
@@ -282,6 +405,11 @@ def _with_equal_fields_of(request: Any, previous: Any, key: str) -> Any:
     return request.model_copy(update=equal) if equal else request
 
 
+def _value(request: Any, name: str) -> Any:
+    """A pydantic request's value of the member `name`: a declared field's, or an extra one's (KeyError: none)."""
+    return getattr(request, name) if name in type(request).model_fields else request.model_extra[name]
+
+
 def _filled(last: _Last, at: int) -> _Last:
     """`last` with marks at the element ends between its `at`th mark and the next, of its last KEPT elements: the
     ends a read from the end (_read_appended) left unfound, found by scanning (the array was read, so its JSON is
@@ -292,12 +420,14 @@ def _filled(last: _Last, at: int) -> _Last:
     start, following = marks[at], marks[at + 1]
     try:
         text = last.tail[start.offset - last.base : following.offset - last.base].decode() + "]"
-        _, ends, _ = _continue_array(text, 0, start.count == 0)
+        _, ends, _ = json_spans.continue_array(text, 0, start.count == 0)
     except (ValueError, UnicodeDecodeError):  # a guard: whole reads and validated slices are valid JSON
         return last
     if len(ends) != following.count - start.count:
         return last
-    counted = zip(_byte_offsets(text, ends[:-1], start.offset), range(start.count + 1, following.count), strict=True)
+    counted = zip(
+        json_spans.byte_offsets(text, ends[:-1], start.offset), range(start.count + 1, following.count), strict=True
+    )
     between = [(end, count) for end, count in counted if count > marks[-1].count - KEPT]
     found = _marked(start, last.tail, between, last.base)
     return replace(last, marks=(*marks[: at + 1], *found, *marks[at + 1 :]))
@@ -329,13 +459,14 @@ def _last(
     elements: list[Any],
     request: Any,
     rest: bytes | None = None,
+    members: _Members | None = None,
 ) -> _Last:
     """What is kept of `body` (_Last). The head's digest is the first mark's fingerprint state (the same xxh3-128 of
     the same bytes), so it is never hashed again; `rest`: the digest of the bytes after the array when known."""
     base = marks[0].offset
     rest = rest if rest is not None else xxhash.xxh3_128_digest(memoryview(body)[close:])
     head = marks[0].digest.digest()
-    return _Last(len(body), base, head, body[base:close], rest, array_open, close, marks, elements, request)
+    return _Last(len(body), base, head, body[base:close], rest, array_open, close, marks, elements, request, members)
 
 
 def _rest_is(last: _Last, body: bytes, close: int) -> bool:
@@ -344,83 +475,22 @@ def _rest_is(last: _Last, body: bytes, close: int) -> bool:
 
 
 def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
-    """The marks of a body read whole; None when its array cannot be found (the next body is read whole too)."""
+    """The marks of a body read whole, and the members after its array; None when its array cannot be found (the
+    next body is read whole too)."""
     try:
         text = body.decode()
-        opened, ends, close = _find_array(text, key)
+        opened, ends, close, after = json_spans.find_array(text, key)
     except (ValueError, UnicodeDecodeError):
         return None
     if len(ends) != len(elements):
         return None
     candidates = [(opened, 0), *((end, count + 1) for count, end in enumerate(ends))][-KEPT:]
-    array_open, *offsets, close_at = _byte_offsets(text, [opened, *(position for position, _ in candidates), close], 0)
+    array_open, *offsets, close_at = json_spans.byte_offsets(
+        text, [opened, *(position for position, _ in candidates), close], 0
+    )
     first = _Mark(offsets[0], candidates[0][1], xxhash.xxh3_128(memoryview(body)[: offsets[0]]))
     later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
-    return _last(body, array_open, close_at, _extend([first], body, later), elements, request)
-
-
-def _byte_offsets(text: str, positions: list[int], base: int) -> list[int]:
-    """Ascending character positions of `text` as byte offsets (plus `base`) of its UTF-8 encoding."""
-    offsets, at, byte = [], 0, base
-    for position in positions:
-        byte += len(text[at:position].encode())
-        at = position
-        offsets.append(byte)
-    return offsets
-
-
-def _space(text: str, at: int) -> int:
-    match = _SPACE.match(text, at)
-    return match.end() if match else at
-
-
-def _find_array(text: str, key: str) -> tuple[int, list[int], int]:
-    """In a JSON object: the position just after `key`'s array's `[`, each element's end and the `]`'s position
-    (the last occurrence of `key`, as the JSON readers keep the last of duplicate keys). ValueError otherwise."""
-    at = _space(text, 0)
-    if text[at : at + 1] != "{":
-        raise ValueError("not an object")
-    at = _space(text, at + 1)
-    found: tuple[int, list[int], int] | None = None
-    if text[at : at + 1] == "}":
-        raise ValueError("no array")
-    while True:
-        if text[at : at + 1] != '"':
-            raise ValueError("no key")
-        name, at = _decoder.raw_decode(text, at)
-        at = _space(text, at)
-        if text[at : at + 1] != ":":
-            raise ValueError("no colon")
-        at = _space(text, at + 1)
-        if name == key and text[at : at + 1] == "[":
-            _, ends, close = _continue_array(text, at + 1, True)
-            found, at = (at + 1, ends, close), close + 1
-        else:
-            _, at = _decoder.raw_decode(text, at)
-        at = _space(text, at)
-        if text[at : at + 1] == "}":
-            break
-        if text[at : at + 1] != ",":
-            raise ValueError("no comma")
-        at = _space(text, at + 1)
-    if found is None:
-        raise ValueError("no array")
-    return found
-
-
-def _continue_array(text: str, at: int, empty: bool) -> tuple[list[int], list[int], int]:
-    """From just after an array's `[` (`empty`) or just after one of its elements: each further element's start
-    and end and the closing `]`'s position. ValueError when it is not a well-formed continuation."""
-    starts: list[int] = []
-    ends: list[int] = []
-    at = _space(text, at)
-    while text[at : at + 1] != "]":
-        if not empty or ends:
-            if text[at : at + 1] != ",":
-                raise ValueError("no comma")
-            at = _space(text, at + 1)
-        starts.append(at)
-        _, at = _decoder.raw_decode(text, at)
-        ends.append(at)
-        at = _space(text, at)
-    return starts, ends, at
+    members = _NO_MEMBERS.continued(
+        body, close_at, 0, xxhash.xxh3_128(), json_spans.members_in_bytes(text, after, close, close_at)
+    )
+    return _last(body, array_open, close_at, _extend([first], body, later), elements, request, None, members)
