@@ -122,9 +122,11 @@ def keep_freed_heap() -> bool:
     where the C library does not take that (no `mallopt`, or musl's, which does nothing).
 
     Every turn's request body (an agent's resent conversation, 0.1-1 MB) is gathered by uvicorn into a bytearray and
-    copied into bytes. With glibc's defaults those blocks were mapped fresh or the heap's top given back and taken
-    again, so each turn's body was written into new pages the kernel had to fault in and zero: 10-13% of `tito
-    serve`'s CPU per turn under 64 sessions (perf, benchmarks/RESULTS.md), 1.5% once freed memory is kept."""
+    copied into bytes. With glibc's defaults those blocks could be mapped fresh, or the heap's top given back and
+    taken again, so a body was written into new pages the kernel had to fault in and zero: 13% of `tito serve`'s
+    CPU in a perf profile (Python 3.12, Responses turns at ~15-23k tokens, 64 sessions), 1.5% with freed memory
+    kept. Side by side, a turn's CPU at ~18k tokens is 0.84-0.97x on Python 3.12 and 0.93-0.99x on 3.11, and the
+    same at ~10k and ~34k (benchmarks/RESULTS.md); the cost is up to HEAP_KEPT_BYTES of free heap kept."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (AttributeError, OSError):
