@@ -168,14 +168,16 @@ def test_every_event_carries_its_sequence_number(server: Server, qwen3_tokenizer
     assert all(chunk.startswith(f"event: {event['type']}\n") for chunk, event in zip(chunks, events, strict=True))
 
 
-def test_every_response_repeats_the_requests_tools_as_sent(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:
-    """The tools are written once per tools object and spliced into each response (whole, and the stream's
-    created, in_progress and completed events), turn after turn."""
+def test_every_response_repeats_the_requests_tools_and_instructions_as_sent(
+    server: Server, qwen3_tokenizer: LocalTokenizer
+) -> None:
+    """The tools are written once per tools object and the instructions once a turn, and spliced into each response
+    (whole, and the stream's created, in_progress and completed events), turn after turn."""
     session_id, tools = server.new_session(), [*TOOLS, {"type": "web_search"}]
     items: list[Any] = [{"role": "user", "content": QUESTION}]
     for turn in range(2):
         server.engine.queue(ids_of(qwen3_tokenizer, CALL), ids_of(qwen3_tokenizer, CALL))
-        body = {"input": items, "tools": tools, "store": False}
+        body = {"instructions": 'Be brief ✓ "quoted"\n', "input": items, "tools": tools, "store": False}
         whole = server.http.post(f"/sessions/{session_id}/v1/responses", json=body).json()
         with server.http.stream("POST", f"/sessions/{session_id}/v1/responses", json={**body, "stream": True}) as sse:
             chunks = sse.read().decode().strip().split("\n\n")
@@ -183,11 +185,12 @@ def test_every_response_repeats_the_requests_tools_as_sent(server: Server, qwen3
         streamed = [event["response"] for event in events if "response" in event]
         assert [event["type"] for event in events if "response" in event][-1] == "response.completed"
         assert [response["tools"] for response in [whole, *streamed]] == [tools] * 4
+        assert [response["instructions"] for response in [whole, *streamed]] == [body["instructions"]] * 4
         call = whole["output"][-1]
         items += [call, {"type": "function_call_output", "call_id": call["call_id"], "output": f"ran {turn}"}]
     server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
     without = server.http.post(f"/sessions/{server.new_session()}/v1/responses", json={"input": "hi"}).json()
-    assert without["tools"] == []
+    assert without["tools"] == [] and without["instructions"] is None
 
 
 def test_the_first_events_leave_while_the_engine_samples(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:

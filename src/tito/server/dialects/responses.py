@@ -596,8 +596,12 @@ class Items(DeltaParts):
 
 
 def echo_fields(request: ResponsesRequest, tools: RequestTools) -> dict[str, Any]:
-    """The request's settings a `response` object repeats (`tools`: the request's, translated)."""
+    """The request's settings a `response` object repeats (`tools`: the request's, translated). The instructions as
+    JSON, written once for the turn: a coding agent's are tens of kilobytes, and a stream repeats them in three
+    events."""
     echoed = {name: getattr(request, name) for name in ECHOED}
+    if request.instructions is not None:
+        echoed["instructions"] = orjson.Fragment(orjson.dumps(request.instructions))
     echoed["tools"] = orjson.Fragment(tools.echoed)
     echoed["tool_choice"] = request.tool_choice or "auto"
     echoed["parallel_tool_calls"] = True if request.parallel_tool_calls is None else request.parallel_tool_calls
