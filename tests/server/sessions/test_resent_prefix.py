@@ -344,6 +344,10 @@ def test_a_later_member_that_repeats_an_unchanged_one_gives_its_value_as_a_whole
     repeated = body(messages[:5], tools=tools, metadata={"turn": 1})[:-1] + b', "tools": []}'
     assert check(prefix, repeated, True).tools == []
     assert check(prefix, body(messages[:7], tools=tools, metadata={"turn": 2}), True).tools == tools
+    before = reader()  # a name repeated before the array: the member after it is the value
+    for count, turn in ((3, 0), (5, 1), (7, 2)):
+        asked = b'{"tools": [], ' + body(messages[:count], tools=tools, metadata={"turn": turn})[1:]
+        assert check(before, asked, count > 3).tools == tools
 
 
 def test_a_changed_first_member_after_the_array_or_an_invalid_later_one_reads_as_a_whole_read() -> None:
