@@ -278,9 +278,8 @@ def test_a_field_added_after_the_array_whose_bytes_end_like_the_previous_rest_is
     check(prefix, body([*messages, {"role": "user", "content": "go"}], tools=[{"type": "function"}]), True)
 
 
-def validating_reader(validated: list[bytes]) -> ResentPrefix[ChatCompletionRequest]:
-    """The chat reader, keeping each body its whole-request validation gets."""
-    prefix = chat_body_reader()
+def validating(prefix: ResentPrefix[Any], validated: list[bytes]) -> ResentPrefix[Any]:
+    """`prefix`, keeping each body its whole-request validation gets in `validated`."""
     whole = prefix.validate
     prefix.validate = lambda body: validated.append(body) or whole(body)
     return prefix
@@ -294,7 +293,7 @@ def test_a_changed_later_member_is_validated_without_the_unchanged_arrays_and_ob
     validated again; the unchanged scalars before the change are validated again (a dialect's checks of a field
     see them), the changed member and everything after it too."""
     validated: list[bytes] = []
-    prefix = validating_reader(validated)
+    prefix = validating(chat_body_reader(), validated)
     messages = turns(8)
     tools = [{"type": "function", "function": {"name": "run", "description": "Run it ✓", "parameters": {}}}]
     first = check(prefix, body(messages[:3], indent, tools=tools, seed=1, metadata={"turn": 0}), False)
@@ -310,9 +309,7 @@ def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_to
     """Codex's body: tools, scalars, `include` (a field tito does not declare) and `client_metadata`, which
     changes every turn, after `input`."""
     validated: list[bytes] = []
-    prefix = responses.body_reader()
-    whole = prefix.validate
-    prefix.validate = lambda body: validated.append(body) or whole(body)
+    prefix = validating(responses.body_reader(), validated)
     tools = [{"type": "function", "name": "exec_command", "description": "Run ✓", "parameters": {}, "strict": False}]
     items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "go"}]
     first = None
