@@ -20,6 +20,7 @@ from tests.server.dialects.support import hang_up_while_sampling, ids_of, sample
 from tests.server.dialects.test_anthropic import ANSWER, CALL, CHAT_TOOLS, QUESTION, STRICT
 from tito.families import get_family
 from tito.server.dialects import responses as edge
+from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
 from tito.tokenizer_loading import LocalTokenizer
 
@@ -191,6 +192,24 @@ def test_every_response_repeats_the_requests_tools_and_instructions_as_sent(
     server.engine.queue(ids_of(qwen3_tokenizer, ANSWER))
     without = server.http.post(f"/sessions/{server.new_session()}/v1/responses", json={"input": "hi"}).json()
     assert without["tools"] == [] and without["instructions"] is None
+
+
+def test_a_streams_opening_holds_one_json_of_the_response_for_both_its_events() -> None:
+    """The response (an agent's instructions and tools: hundreds of kilobytes) is written once and copied once per
+    event, where the send's pieces are joined; joined, the pieces are the two events, numbered."""
+    echo = edge.echo_fields(edge.parse_request(b'{"input": "hi", "instructions": "Be brief"}'), edge.RequestTools())
+    encoder = ResponsesStreamEncoder("m", "s", "resp_1", echo, RoundTripSigner(b"k" * 32), edge.RequestTools())
+    pieces = encoder.opening()
+    responses = [piece for piece in pieces if piece.startswith(b'{"id":"resp_1"')]
+    assert len(responses) == 2 and responses[0] is responses[1]
+    chunks = b"".join(pieces).decode().strip().split("\n\n")
+    events = [orjson.loads(chunk.split("\n")[1].removeprefix("data: ")) for chunk in chunks]
+    assert [(event["type"], event["sequence_number"]) for event in events] == [
+        ("response.created", 0),
+        ("response.in_progress", 1),
+    ]
+    assert [event["response"]["instructions"] for event in events] == ["Be brief"] * 2
+    assert [chunk.split("\n")[0] for chunk in chunks] == ["event: response.created", "event: response.in_progress"]
 
 
 def test_the_first_events_leave_while_the_engine_samples(server: Server, qwen3_tokenizer: LocalTokenizer) -> None:

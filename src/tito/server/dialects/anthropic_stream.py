@@ -37,7 +37,7 @@ class AnthropicStreamEncoder:
     def label(self, turn: TurnCommitted) -> TurnCommitted:
         return self._label(turn)
 
-    def opening(self) -> bytes:
+    def opening(self) -> list[bytes]:
         message: dict[str, Any] = {
             "id": self.response_id,
             "type": "message",
@@ -48,7 +48,7 @@ class AnthropicStreamEncoder:
             "stop_sequence": None,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 0},
         }
-        return sse({"type": "message_start", "message": message})
+        return [sse({"type": "message_start", "message": message})]
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         if not deltas:
@@ -57,7 +57,7 @@ class AnthropicStreamEncoder:
         self.blocks.feed(deltas, events)
         return b"".join(events)
 
-    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> list[bytes]:
         events: list[bytes] = []
         self.blocks.feed(deltas, events)
         self.blocks.close(events)
@@ -68,7 +68,8 @@ class AnthropicStreamEncoder:
             "usage": usage(turn),
             "tito": tito_facts(turn),
         }
-        return b"".join(events) + sse(message_delta) + sse({"type": "message_stop"})
+        events += (sse(message_delta), sse({"type": "message_stop"}))
+        return events
 
     def failure(self, exc: Exception) -> bytes:
         return sse(error_body(exc)[0])

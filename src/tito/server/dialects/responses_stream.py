@@ -50,52 +50,59 @@ class ResponsesStreamEncoder:
     def label(self, turn: TurnCommitted) -> TurnCommitted:
         return self._label(turn)
 
-    def opening(self) -> bytes:
-        response = orjson.Fragment(orjson.dumps(self._response()))  # written once for both events
-        return self._sse({"type": "response.created", "response": response}) + self._sse(
-            {"type": "response.in_progress", "response": response}
-        )
+    def opening(self) -> list[bytes]:
+        response = orjson.dumps(self._response())  # written once for both events
+        return [
+            *self._with_response("response.created", response),
+            *self._with_response("response.in_progress", response),
+        ]
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         if not deltas:
             return b""
         events: list[bytes] = []
         self.items.feed(deltas, events)
-        return self._numbered(events)
+        return b"".join(self._numbered(events))
 
-    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> list[bytes]:
         events: list[bytes] = []
         self.items.feed(deltas, events)
         self.items.close(events)
         response = finished(self._response(), turn)
         kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
-        return self._numbered(events) + self._sse({"type": kind, "response": response})
+        return [*self._numbered(events), *self._with_response(kind, orjson.dumps(response))]
 
     def failure(self, exc: Exception) -> bytes:
         body, _ = error_body(exc)
         error = body["error"]
         failed = {**self._response(), "status": "failed", "error": {"code": error["type"], "message": error["message"]}}
-        return (
-            self._sse({"type": "response.failed", "response": failed})
-            + b"event: error\ndata: "
-            + orjson.dumps({"type": "error", **body, "sequence_number": self._sequence})
-            + b"\n\n"
+        return b"".join(
+            (
+                *self._with_response("response.failed", orjson.dumps(failed)),
+                b"event: error\ndata: ",
+                orjson.dumps({"type": "error", **body, "sequence_number": self._sequence}),
+                b"\n\n",
+            )
         )
 
     def _response(self) -> dict[str, Any]:
         return response_object(self.response_id, self.model, self.created_at, self.echo, list(self.items.items))
 
-    def _numbered(self, events: list[bytes]) -> bytes:
+    def _numbered(self, events: list[bytes]) -> list[bytes]:
         """`Items`'s open events, each closed with its sequence number."""
         closed = []
         for event in events:
             closed.append(event + b',"sequence_number":%d}\n\n' % self._sequence)
             self._sequence += 1
-        return b"".join(closed)
+        return closed
 
-    def _sse(self, event: dict[str, Any]) -> bytes:
-        event["sequence_number"] = self._sequence
+    def _with_response(self, kind: str, response: bytes) -> tuple[bytes, bytes, bytes]:
+        """The event `kind` carrying a `response` (JSON), in pieces around it: a response repeats the request's
+        instructions and tools (hundreds of kilobytes for a coding agent), copied once, where the send's pieces are
+        joined."""
         self._sequence += 1
-        # joined, not added: a response event repeats the instructions and tools (hundreds of kilobytes for a coding
-        # agent), which each `+` would copy again
-        return b"".join((b"event: ", str(event["type"]).encode(), b"\ndata: ", orjson.dumps(event), b"\n\n"))
+        return (
+            b'event: %s\ndata: {"type":"%s","response":' % (kind.encode(), kind.encode()),
+            response,
+            b',"sequence_number":%d}\n\n' % (self._sequence - 1),
+        )

@@ -69,15 +69,20 @@ openai SDK's delta type has no `reasoning_content` field, so `delta.reasoning_co
 chunk that lacks the key."""
 
 
-class LastEvent(bytes):
+class LastEvent:
     """A stream's last events: `SseResponse` sends them with the body's end, in one send."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
 
 
 class SseResponse(Response):
     """Sends each event as it comes, one ASGI send each (a `LastEvent` ends the body in the same send); the events'
     generator is closed when the client goes away."""
 
-    def __init__(self, events: AsyncGenerator[bytes, None]) -> None:
+    def __init__(self, events: AsyncGenerator[bytes | LastEvent, None]) -> None:
         super().__init__(status_code=200)
         self.raw_headers = [  # no content-length: the body's length is not known when the headers leave
             (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -92,7 +97,7 @@ class SseResponse(Response):
             async with contextlib.aclosing(self.events) as events:
                 async for event in events:
                     if type(event) is LastEvent:
-                        await send({"type": "http.response.body", "body": bytes(event), "more_body": False})
+                        await send({"type": "http.response.body", "body": event.body, "more_body": False})
                         return
                     await send({"type": "http.response.body", "body": event, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -141,16 +146,18 @@ class StreamEncoder(Protocol):
         """The turn as the dialect records it: its response id (chat: `chatcmpl-...`), its metadata."""
         ...
 
-    def opening(self) -> bytes:
-        """The events that open the stream (they leave with the engine's first events, in one send)."""
+    def opening(self) -> list[bytes]:
+        """The events that open the stream, in pieces joined once with the engine's first events (one send, one copy:
+        a Responses opening repeats the request's instructions and tools, hundreds of kilobytes for an agent)."""
         ...
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         """The events of one engine chunk and the deltas it decided (b"" for none)."""
         ...
 
-    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
-        """The last deltas (what only the whole parse decides) and the events that end the committed turn."""
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> list[bytes]:
+        """The last deltas (what only the whole parse decides) and the events that end the committed turn, in pieces
+        joined once with what else leaves in the last send."""
         ...
 
     def failure(self, exc: Exception) -> bytes:
@@ -180,8 +187,8 @@ class ChatStreamEncoder:
     def label(self, turn: TurnCommitted) -> TurnCommitted:
         return with_changes(turn, response_id=self.chunks.response_id)
 
-    def opening(self) -> bytes:
-        return self.chunks.chunk(OPENING_DELTA, logprobs=self.opening_logprobs)
+    def opening(self) -> list[bytes]:
+        return [self.chunks.chunk(OPENING_DELTA, logprobs=self.opening_logprobs)]
 
     def chunk(self, deltas: Sequence[Delta], chunk: GenerationChunk) -> bytes:
         logprobs = choice_logprobs(self.request, self.tokenizer, chunk.ids, chunk.logprobs, chunk.top_logprobs)
@@ -192,12 +199,13 @@ class ChatStreamEncoder:
             return self.chunks.chunk(delta_object(deltas), logprobs=logprobs)
         return b""
 
-    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> bytes:
+    def closing(self, deltas: Sequence[Delta], turn: TurnCommitted) -> list[bytes]:
         body = reply_body(turn, self.model)
-        events = self.chunks.chunk(delta_object(deltas), turn.finish_reason, body["tito"])
+        events = [self.chunks.chunk(delta_object(deltas), turn.finish_reason, body["tito"])]
         if self.include_usage:
-            events += self.chunks.usage(body["usage"])
-        return events + DONE
+            events.append(self.chunks.usage(body["usage"]))
+        events.append(DONE)
+        return events
 
     def failure(self, exc: Exception) -> bytes:
         return error_event(openai_error(exc)[0])
@@ -253,7 +261,7 @@ def streamed_reply(
 
 async def stream_turn(
     state: ServerState, prepared: PreparedTurn, receive: Receive, started: float, encoder: StreamEncoder | None = None
-) -> AsyncGenerator[bytes, None]:
+) -> AsyncGenerator[bytes | LastEvent, None]:
     """The SSE events of one streamed turn, finished by `finish_turn` when the engine ends (see the module
     docstring); `encoder` writes the dialect's events (default: chat completions'); `started` is when the request
     arrived."""
@@ -266,7 +274,7 @@ async def stream_turn(
     try:
         collector = StreamCollector(time.monotonic())
         engine_seconds = 0.0  # the waits for the engine's chunks, not tito's work on them
-        held = b""
+        held: list[bytes] = []
         watch = TurnWatch(engine, prepared.request_id, prepared.session, receive, state.options.engine_timeout)
         async with watch:
             chunks = engine.stream(engine_request(prepared))
@@ -284,10 +292,10 @@ async def stream_turn(
                     last = chunk.finish is not None
                     event = encoder.chunk(_fed(parser, chunk.ids, last), chunk)
                     if last:
-                        held += event  # leaves with the closing events, in one send
+                        held.append(event)  # leaves with the closing events, in one send
                     elif event:
-                        yield opening + event if opening else event
-                        opening = b""
+                        yield b"".join((*opening, event)) if opening else event
+                        opening = []
             except TitoError:
                 raise
             except Exception as exc:
@@ -314,13 +322,13 @@ async def stream_turn(
         return
     except TitoError as exc:
         state.metrics.count_error(exc)
-        yield LastEvent(opening + encoder.failure(exc))
+        yield LastEvent(b"".join((*opening, encoder.failure(exc))))
         return
     except Exception as exc:  # the headers are gone: an unexpected failure still ends the stream in the dialect's shape
         state.metrics.errors.labels("InternalError").inc()
-        yield LastEvent(opening + encoder.failure(exc))
+        yield LastEvent(b"".join((*opening, encoder.failure(exc))))
         return
-    yield LastEvent(opening + held + encoder.closing(last_deltas, turn))
+    yield LastEvent(b"".join((*opening, *held, *encoder.closing(last_deltas, turn))))
 
 
 def _fed(parser: IncrementalParser, ids: Sequence[int], last: bool) -> list[Delta]:
@@ -334,10 +342,10 @@ def _fed(parser: IncrementalParser, ids: Sequence[int], last: bool) -> list[Delt
         raise parse_failure(exc) from exc
 
 
-async def replay_committed(turn: TurnCommitted, encoder: StreamEncoder) -> AsyncGenerator[bytes, None]:
+async def replay_committed(turn: TurnCommitted, encoder: StreamEncoder) -> AsyncGenerator[bytes | LastEvent, None]:
     """An SDK retry of a streamed turn that already committed: the committed message, streamed again."""
-    yield encoder.opening()
-    yield LastEvent(encoder.closing(message_deltas(turn.assistant), turn))
+    yield b"".join(encoder.opening())
+    yield LastEvent(b"".join(encoder.closing(message_deltas(turn.assistant), turn)))
 
 
 def _include_usage(request: ChatCompletionRequest) -> bool:
