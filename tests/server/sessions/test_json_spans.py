@@ -7,13 +7,15 @@ import pytest
 from tito.server.sessions import json_spans
 
 
-def test_the_last_array_of_the_key_and_the_members_after_it_are_found() -> None:
+def test_the_last_array_of_the_key_and_the_members_before_and_after_it_are_found() -> None:
     text = '{"messages": [1], "a": "ü", "messages" : [ {"x": "]"} , 2 ] , "tools": [{"b": []}], "n": 1.5 }'
-    opened, ends, close, after = json_spans.find_array(text, "messages")
+    opened, ends, close, before, after = json_spans.find_array(text, "messages")
     assert text[opened - 1] == "[" and text[close] == "]" and text[opened:close].strip() == '{"x": "]"} , 2'
     assert [text[end - 1] for end in ends] == ["}", "2"]
     assert [(name, text[start:end]) for name, start, end in after] == [("tools", '[{"b": []}]'), ("n", "1.5")]
     assert json_spans.members_after(text, close + 1) == after
+    cuts = [(name, text[key_at:following], text[start:following]) for name, key_at, start, following in before]
+    assert cuts == [("messages", '"messages": [1], ', "[1], "), ("a", '"a": "ü", ', '"ü", ')]
 
 
 def test_members_in_bytes_count_the_utf8_bytes_before_them() -> None:

@@ -305,9 +305,9 @@ def test_a_changed_later_member_is_validated_without_the_unchanged_arrays_and_ob
         assert b'"seed"' in validated[0] and f"step {count // 2 - 1} ".encode() in validated[0]
 
 
-def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_tools_and_include() -> None:
-    """Codex's body: tools, scalars, `include` (a field tito does not declare) and `client_metadata`, which
-    changes every turn, after `input`."""
+def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_tools_include_and_instructions() -> None:
+    """Codex's body: long instructions before `input`; tools, scalars, `include` (a field tito does not declare) and
+    `client_metadata`, which changes every turn, after it."""
     validated: list[bytes] = []
     prefix = validating(responses.body_reader(), validated)
     tools = [{"type": "function", "name": "exec_command", "description": "Run ✓", "parameters": {}, "strict": False}]
@@ -315,8 +315,8 @@ def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_to
     first = None
     for turn in range(6):
         asked = orjson.dumps({
-            "model": "m", "instructions": "Be brief.", "input": items, "tools": tools, "tool_choice": "auto",
-            "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
+            "model": "m", "instructions": 'Be brief ✓ "quoted"\n' * 40, "input": items, "tools": tools,
+            "tool_choice": "auto", "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
             "client_metadata": {"turn_id": f"turn-{turn}"},
         })  # fmt: skip
         validated.clear()
@@ -328,8 +328,37 @@ def test_a_codex_resend_reads_its_new_items_and_client_metadata_and_keeps_its_to
         else:
             assert read.from_prefix and read.request.tools is first.tools
             assert read.request.model_extra["include"] is first.model_extra["include"]
+            assert read.request.instructions is first.instructions
             assert len(validated) == 1 and b"exec_command" not in validated[0] and b"include" not in validated[0]
+            assert b"Be brief" not in validated[0] and b'"model":"m"' in validated[0]
         items = [*items, {"type": "function_call_output", "call_id": f"c{turn}", "output": "ok " * turn}]
+
+
+def test_long_members_before_the_array_are_the_previous_requests_unless_a_later_member_repeats_their_name() -> None:
+    """Arrays, objects and long strings before the conversation are taken from the previous request when later
+    members changed (short ones are validated again); a member after the array with the same name is the value."""
+    validated: list[bytes] = []
+    prefix = validating(chat_body_reader(), validated)
+    note, short = "ü ✓ \\ " * 64, "s" * 10
+    messages = turns(8)
+
+    def asked(count: int) -> bytes:
+        fields = {"note": note, "short": short, "response_format": {"type": "text"}, "model": "m"}
+        after = {"stop": ["\n"], "metadata": {"turn": count}}
+        return json.dumps({**fields, "messages": messages[:count], **after}).encode()
+
+    first = check(prefix, asked(3), False)
+    validated.clear()
+    second = check(prefix, asked(5), True)
+    assert second.model_extra is not None and first.model_extra is not None
+    assert second.model_extra["note"] is first.model_extra["note"] and second.response_format is first.response_format
+    assert len(validated) == 1 and b'"short": "ssssssssss"' in validated[0] and b"note" not in validated[0]
+    repeated = check(prefix, asked(7)[:-1] + b', "note": "later"}', True)
+    assert repeated.model_extra is not None and repeated.model_extra["note"] == "later"
+    assert check(prefix, asked(9), True).model_extra == {**first.model_extra, "metadata": {"turn": 9}}
+    assert b"note" in validated[2]  # the previous request's value was the later member's
+    assert check(prefix, asked(11), True).model_extra == {**first.model_extra, "metadata": {"turn": 11}}
+    assert len(validated) == 4 and b"note" not in validated[3]
 
 
 def test_a_later_member_that_repeats_an_unchanged_one_gives_its_value_as_a_whole_read_does() -> None:
@@ -360,13 +389,14 @@ def test_a_changed_first_member_after_the_array_or_an_invalid_later_one_reads_as
 
 
 def test_random_resends_with_later_members_changing_every_turn_read_as_whole_reads() -> None:
-    """Appends, rewrites of the last few messages and malformed tails, each body with an unchanged array and object
-    after the conversation (tools), then members of which some change every turn (a spacing, a scalar, an object,
-    a repeated name, one left out)."""
+    """Appends, rewrites of the last few messages and malformed tails, each body with a long string and an object
+    before the conversation, an unchanged array and object after it (tools), then members of which some change every
+    turn (a spacing, a scalar, an object, a repeated name, one left out, one repeating a name before the array)."""
     rng = random.Random(11)
     prefix = reader()
     messages = turns(2)
     tools = [{"type": "function", "function": {"name": "run", "parameters": {"a": [1, "]}"]}}}]
+    head = b'{"note": ' + json.dumps("ü ✓ " * 80).encode() + b', "format": {"a": [1]}, '
     changed_reads = 0
     for step in range(300):
         if rng.random() < 0.7 or len(messages) < 3:
@@ -377,9 +407,15 @@ def test_random_resends_with_later_members_changing_every_turn_read_as_whole_rea
         if len(messages) > 40:
             messages = messages[:2]
         later = rng.choice(
-            [{"metadata": {"turn": step}}, {"seed": step}, {"stream": step % 2 == 0, "metadata": {"ü": "✓" * step}}, {}]
+            [
+                {"metadata": {"turn": step}},
+                {"seed": step},
+                {"stream": step % 2 == 0, "metadata": {"ü": "✓" * step}},
+                {},
+                {"note": step, "metadata": {}},
+            ]
         )
-        asked = body(messages, None, tools=tools, stop=["\n"], **later)
+        asked = head + body(messages, None, tools=tools, stop=["\n"], **later)[1:]
         if rng.random() < 0.1:
             asked = asked[:-1] + rng.choice([b', "tools": null}', b',"stop":[]}', b" }", b',"seed":1.5}', b',"x":{]}'])
         changed_reads += read_as_whole(prefix, asked)

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import NamedTuple
 
 Member = tuple[str, int, int]
 """A member of an object: its key, and where its value starts and ends."""
+Cut = tuple[str, int, int, int]
+"""A member of an object before another: its key, where its key starts, where its value starts, and where the next
+member's key starts (the object without it lacks what is between its key's start and the next's)."""
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _decoder = json.JSONDecoder()
@@ -26,10 +30,24 @@ def space(text: str, at: int) -> int:
     return match.end() if match else at
 
 
-def find_array(text: str, key: str) -> tuple[int, list[int], int, list[Member]]:
-    """In a JSON object: the position just after `key`'s array's `[`, each element's end, the `]`'s position and
-    the members after the array (the last occurrence of `key`, as the JSON readers keep the last of duplicate
-    keys)."""
+class Located(NamedTuple):
+    """Where a JSON object's array and its other members are (`find_array`)."""
+
+    opened: int
+    """Just after the array's `[`."""
+    ends: list[int]
+    """Each element's end."""
+    close: int
+    """The `]`."""
+    before: list[Cut]
+    """The members before the array's key."""
+    after: list[Member]
+    """The members after the array."""
+
+
+def find_array(text: str, key: str) -> Located:
+    """In a JSON object: `key`'s array and the members before and after it (the last occurrence of `key`, as the
+    JSON readers keep the last of duplicate keys)."""
     at = space(text, 0)
     if text[at : at + 1] != "{":
         raise ValueError("not an object")
@@ -37,20 +55,25 @@ def find_array(text: str, key: str) -> tuple[int, list[int], int, list[Member]]:
     if text[at : at + 1] == "}":
         raise ValueError("no array")
     found: tuple[int, list[int], int] | None = None
-    after: list[Member] = []
+    members: list[tuple[str, int, int, int]] = []  # each member's name, key's start, value's start and end
+    array = -1
     following: int | None = at
     while following is not None:
         name, start = _member_key(text, following)
         if name == key and text[start : start + 1] == "[":
             _, ends, close = continue_array(text, start + 1, True)
-            found, end, after = (start + 1, ends, close), close + 1, []
+            found, end, array = (start + 1, ends, close), close + 1, len(members)
         else:
             _, end = _decoder.raw_decode(text, start)
-            after.append((name, start, end))
+        members.append((name, following, start, end))
         following = _next_member(text, end)
     if found is None:
         raise ValueError("no array")
-    return (*found, after)
+    before = [
+        (name, key_at, start, members[index + 1][1]) for index, (name, key_at, start, _) in enumerate(members[:array])
+    ]
+    after = [(name, start, end) for name, _, start, end in members[array + 1 :]]
+    return Located(*found, before, after)
 
 
 def members_after(text: str, at: int) -> list[Member]:

@@ -14,7 +14,8 @@ ones scanned for only when a later body parts before it; when the members after 
 some member, Codex's `client_metadata` changing every turn, likewise, with the array's `]` found by the first
 member's leading bytes and the request validated from a body built of the head, the new elements and the members but
 the unchanged arrays and objects before the change, which are the previous request's: an agent's tools are not
-validated again (`_Members`); else in a body built of the head, the new elements and the rest, their ends scanned),
+validated again (`_Members`), nor the arrays, objects and long strings before the array, Codex's instructions among
+them (`_Head`); else in a body built of the head, the new elements and the rest, their ends scanned),
 the earlier elements are the validated ones already held, and the fingerprint is the held
 digest state updated with the rest of the body: the same digest a whole read gives. Any other body (the first, one
 whose earlier bytes changed, one whose new elements are invalid: the whole read names the error's place) is read
@@ -115,6 +116,8 @@ class _Last:
     request: Any
     members: _Members | None
     """The members of the rest, when they are known."""
+    head_members: _Head
+    """The members before the array a read from the prefix takes from the previous request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,53 @@ class _Members:
 
 _NO_MEMBERS = _Members(b"", (), array.array("q"), b"", 0)
 _CONTAINER_OPENINGS = frozenset(b"[{")
+_LONG = 256
+"""Characters from which a string member before the array is taken from the previous request, not validated again."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The members before a body's array that a read validating its whole request (_with_changed_members) takes from
+    the previous request, as the head's bytes are the previous body's: arrays, objects and strings of _LONG characters
+    or more (Codex's instructions, a hundred kilobytes) whose name no other member of the body has. By the byte spans
+    that leaving each out of the body removes: from its key to the next member's."""
+
+    names: tuple[str, ...]
+    cuts: array.array[int]
+    """Each member's span, two offsets each."""
+
+    def left_out(self, body: bytes, end: int, later_names: set[str]) -> tuple[list[bytes], list[str]]:
+        """`body`'s bytes to `end` without the members whose name no member after the array has, in this body or the
+        previous one (`later_names`), and their names."""
+        pieces, names, at = [], [], 0
+        for index, name in enumerate(self.names):
+            if name not in later_names:
+                pieces.append(body[at : self.cuts[2 * index]])
+                names.append(name)
+                at = self.cuts[2 * index + 1]
+        pieces.append(body[at:end])
+        return pieces, names
+
+
+_NO_HEAD = _Head((), array.array("q"))
+
+
+def _head(text: str, located: json_spans.Located, key: str) -> tuple[list[int], list[str]]:
+    """The character spans (two positions each) and names of the members before a body's array that a later read
+    can take from its request (_Head)."""
+    names = [name for name, _, _, _ in located.before] + [name for name, _, _ in located.after]
+    spans: list[int] = []
+    kept: list[str] = []
+    for name, key_at, start, following in located.before:
+        opening = text[start]
+        if (
+            name != key
+            and names.count(name) == 1
+            and (opening in "[{" or (opening == '"' and following - start >= _LONG))
+        ):
+            spans += (key_at, following)
+            kept.append(sys.intern(name))
+    return spans, kept
 
 
 @dataclass(frozen=True)
@@ -316,7 +366,7 @@ class ResentPrefix(Generic[Request]):
         marks = _extend(kept, body, [(end, len(elements))])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the new mark, then the rest
         digest.update(memoryview(body)[end:])
-        kept_last = _last(body, last.array_open, close, marks, elements, request, rest, members)
+        kept_last = _last(body, last.array_open, close, marks, elements, request, last.head_members, rest, members)
         return ReadBody(request, digest, True), kept_last
 
     def _with_changed_members(
@@ -324,9 +374,9 @@ class ResentPrefix(Generic[Request]):
     ) -> tuple[Request, bytes, _Members | None] | None:
         """The request of `body`, whose array's new elements start at `first` and whose `]` is at `close`, when its
         members after the array are the previous body's up to some member and differ from there: validated from its
-        head, its new elements, the scalars of the members before the change and the members from it on, with the
-        arrays and objects before the change taken from the previous request (`validate` checks each field alone,
-        so leaving them out changes nothing else). Also the xxh3-128 digest of the bytes from `close` on and the
+        head but its long members (_Head), its new elements, the scalars of the members before the change and the
+        members from it on, with the members left out taken from the previous request (`validate` checks each field
+        alone, so leaving them out changes nothing else). Also the xxh3-128 digest of the bytes from `close` on and the
         members for the next body. None: the first member changed too, or the body is not valid."""
         assert last.members is not None
         count, state = last.members.unchanged(body, close)
@@ -339,7 +389,10 @@ class ResentPrefix(Generic[Request]):
         except (ValueError, UnicodeDecodeError):
             return None
         reused = last.members.reusable(count, later, self.key)
-        pieces = [body[: last.array_open], body[first:close], b"]"]
+        pieces, head_reused = last.head_members.left_out(  # a head member is its request's value if no later one is
+            body, last.array_open, {*last.members.names, *(name for name, _, _ in later)}
+        )
+        pieces += (body[first:close], b"]")
         for index, name in enumerate(last.members.names[:count]):
             if name not in reused:
                 start = close + (last.members.ends[index - 1] if index else 1)
@@ -347,7 +400,7 @@ class ResentPrefix(Generic[Request]):
         pieces.append(body[at:])
         try:
             parsed: Any = self.validate(b"".join(pieces))  # a pydantic model, as _with_equal_fields_of reads it
-            request = parsed.model_copy(update={name: _value(last.request, name) for name in reused})
+            request = parsed.model_copy(update={name: _value(last.request, name) for name in (*head_reused, *reused)})
         except Exception:
             return None
         members = last.members.continued(body, close, count, state, later)
@@ -389,7 +442,7 @@ class ResentPrefix(Generic[Request]):
         marks = _extend(kept, body, [(end, mark.count + i + 1) for i, end in enumerate(element_ends)])
         digest = marks[-1].digest.copy()  # each byte of the tail hashed once: to the last mark, then the rest
         digest.update(memoryview(body)[marks[-1].offset :])
-        kept_last = _last(body, last.array_open, close_at, marks, elements, request)
+        kept_last = _last(body, last.array_open, close_at, marks, elements, request, last.head_members)
         return ReadBody(request, digest, True), kept_last
 
 
@@ -458,6 +511,7 @@ def _last(
     marks: tuple[_Mark, ...],
     elements: list[Any],
     request: Any,
+    head_members: _Head,
     rest: bytes | None = None,
     members: _Members | None = None,
 ) -> _Last:
@@ -466,7 +520,20 @@ def _last(
     base = marks[0].offset
     rest = rest if rest is not None else xxhash.xxh3_128_digest(memoryview(body)[close:])
     head = marks[0].digest.digest()
-    return _Last(len(body), base, head, body[base:close], rest, array_open, close, marks, elements, request, members)
+    return _Last(
+        len(body),
+        base,
+        head,
+        body[base:close],
+        rest,
+        array_open,
+        close,
+        marks,
+        elements,
+        request,
+        members,
+        head_members,
+    )
 
 
 def _rest_is(last: _Last, body: bytes, close: int) -> bool:
@@ -475,22 +542,24 @@ def _rest_is(last: _Last, body: bytes, close: int) -> bool:
 
 
 def _locate(body: bytes, key: str, elements: list[Any], request: Any) -> _Last | None:
-    """The marks of a body read whole, and the members after its array; None when its array cannot be found (the
-    next body is read whole too)."""
+    """The marks of a body read whole, the members before its array a later read takes from its request, and the
+    members after its array; None when its array cannot be found (the next body is read whole too)."""
     try:
         text = body.decode()
-        opened, ends, close, after = json_spans.find_array(text, key)
+        located = json_spans.find_array(text, key)
     except (ValueError, UnicodeDecodeError):
         return None
-    if len(ends) != len(elements):
+    if len(located.ends) != len(elements):
         return None
-    candidates = [(opened, 0), *((end, count + 1) for count, end in enumerate(ends))][-KEPT:]
-    array_open, *offsets, close_at = json_spans.byte_offsets(
-        text, [opened, *(position for position, _ in candidates), close], 0
-    )
+    spans, names = _head(text, located, key)
+    candidates = [(located.opened, 0), *((end, count + 1) for count, end in enumerate(located.ends))][-KEPT:]
+    positions = [*spans, located.opened, *(position for position, _ in candidates), located.close]
+    offsets = json_spans.byte_offsets(text, positions, 0)
+    cuts, (array_open, *offsets, close_at) = offsets[: len(spans)], offsets[len(spans) :]
     first = _Mark(offsets[0], candidates[0][1], xxhash.xxh3_128(memoryview(body)[: offsets[0]]))
     later = [(offset, count) for offset, (_, count) in zip(offsets[1:], candidates[1:], strict=True)]
     members = _NO_MEMBERS.continued(
-        body, close_at, 0, xxhash.xxh3_128(), json_spans.members_in_bytes(text, after, close, close_at)
+        body, close_at, 0, xxhash.xxh3_128(), json_spans.members_in_bytes(text, located.after, located.close, close_at)
     )
-    return _last(body, array_open, close_at, _extend([first], body, later), elements, request, None, members)
+    head = _Head(tuple(names), array.array("q", cuts)) if names else _NO_HEAD
+    return _last(body, array_open, close_at, _extend([first], body, later), elements, request, head, None, members)
