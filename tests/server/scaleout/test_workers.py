@@ -51,7 +51,9 @@ def test_tito_serve_workers_starts_each_worker_prints_their_nginx_config_and_sto
     command = [sys.executable, "-m", "tito", "serve", "--engine", "instant", "--family", "qwen3", "--workers", "2",
                "--port", str(port), "--journal", str(tmp_path / "journal")]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    supervisor = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    errors = tmp_path / "stderr"  # the supervisor's and its workers': a failure shows why
+    with errors.open("w") as stderr:
+        supervisor = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
     try:
         names = []
         for worker in (port + 1, port + 2):
@@ -64,7 +66,10 @@ def test_tito_serve_workers_starts_each_worker_prints_their_nginx_config_and_sto
                         break
                 except httpx.TransportError:
                     pass
-                assert time.monotonic() < deadline and supervisor.poll() is None, "a worker did not come up"
+                assert time.monotonic() < deadline and supervisor.poll() is None, (
+                    f"the worker on port {worker} did not come up (supervisor exit: {supervisor.poll()}); its "
+                    f"stderr ends: {errors.read_text()[-3000:]}"
+                )
                 time.sleep(0.1)
         assert names == [f"127.0.0.1:{port + 1}", f"127.0.0.1:{port + 2}"]
         os.kill(supervisor.pid, signal.SIGTERM)
