@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+import xxhash
 
 from tito.families import get_family
 from tito.server.dialects import anthropic, responses
@@ -283,6 +284,32 @@ def validating(prefix: ResentPrefix[Any], validated: list[bytes]) -> ResentPrefi
     whole = prefix.validate
     prefix.validate = lambda body: validated.append(body) or whole(body)
     return prefix
+
+
+@pytest.mark.parametrize(
+    ("rest", "count"),
+    [
+        (b'"t": [1], "s": true, "c": {"x": 1}}', 3),
+        (b'"t": [1], "s": true, "c": {"x": 2}}', 2),
+        (b'"t": [1], "s": false, "c": {"x": 1}}', 1),
+        (b'"t": [2], "s": true, "c": {"x": 1}}', 0),
+        (b'"t": [1], "s": true}', 2),
+        (b'"t": [1]}', 1),
+    ],
+)
+def test_the_members_after_the_array_are_unchanged_up_to_the_first_that_differs(rest: bytes, count: int) -> None:
+    """Counted with the members but the last tried first (Codex changes only its last), the digest state of the
+    unchanged bytes returned either way."""
+    first = b'{"m": [], "t": [1], "s": true, "c": {"x": 1}}'
+    located = json_spans.find_array(first.decode(), "m")
+    later = json_spans.members_in_bytes(first.decode(), located.after)
+    members = resent_prefix._NO_MEMBERS.continued(first, located.close, 0, xxhash.xxh3_128(), later)
+    assert members is not None and members.names == ("t", "s", "c") and members.unique == 0b101
+    body = b'{"m": [], ' + rest
+    found, state = members.unchanged(body, located.close)
+    assert found == count
+    end = located.close + members.ends[count - 1] if count else located.close
+    assert state.digest() == xxhash.xxh3_128_digest(body[located.close : end])
 
 
 @pytest.mark.parametrize("indent", [None, 2])

@@ -136,29 +136,40 @@ class _Members:
     """The xxh3-128 digest of the bytes from the `]` to each end, 16 bytes each."""
     containers: int
     """Bit i set: member i's value is an array or an object."""
+    unique: int
+    """Bit i set: member i's value is an array or an object and no other member has its name."""
 
     def unchanged(self, body: bytes, close: int) -> tuple[int, Any]:
-        """How many of the members are, from `close` on, `body`'s bytes too, and the xxh3-128 state of those bytes."""
-        state, at = xxhash.xxh3_128(), close
-        for count, end in enumerate(self.ends):
-            if close + end > len(body):
-                return count, state
+        """How many of the members are, from `close` on, `body`'s bytes too, and the xxh3-128 state of those bytes.
+        The members but the last are tried first, in one digest: Codex changes only its last (`client_metadata`)."""
+        if len(self.ends) > 1 and close + self.ends[-2] <= len(body):
+            state = xxhash.xxh3_128(memoryview(body)[close : close + self.ends[-2]])
+            if state.digest() == self.digests[-32:-16]:
+                return self._unchanged_from(body, close, len(self.ends) - 1, state)
+        return self._unchanged_from(body, close, 0, xxhash.xxh3_128())
+
+    def _unchanged_from(self, body: bytes, close: int, count: int, state: Any) -> tuple[int, Any]:
+        """`unchanged`, the first `count` members known unchanged (`state`: the xxh3-128 of their bytes)."""
+        at = close + self.ends[count - 1] if count else close
+        for index in range(count, len(self.ends)):
+            end = close + self.ends[index]
+            if end > len(body):
+                return index, state
             trial = state.copy()
-            trial.update(memoryview(body)[at : close + end])
-            if trial.digest() != self.digests[16 * count : 16 * count + 16]:
-                return count, state
-            state, at = trial, close + end
+            trial.update(memoryview(body)[at:end])
+            if trial.digest() != self.digests[16 * index : 16 * index + 16]:
+                return index, state
+            state, at = trial, end
         return len(self.ends), state
 
-    def reusable(self, count: int, later: list[json_spans.Member], key: str) -> list[str]:
+    def reusable(self, count: int, later_names: set[str], key: str) -> list[str]:
         """The names of the first `count` members whose values, unchanged, are the previous request's: arrays and
-        objects whose name no other member after the array repeats, in the previous body or in this one (later
-        members `later`): the last of duplicate names is the value. Never `key`."""
-        names = [*self.names[:count], *(name for name, _, _ in later)]
+        objects whose name no other member after the array repeats, in the previous body or in this one (its later
+        members' names `later_names`): the last of duplicate names is the value. Never `key`."""
         return [
             name
             for index, name in enumerate(self.names[:count])
-            if self.containers >> index & 1 and name != key and names.count(name) == self.names.count(name) == 1
+            if self.unique >> index & 1 and name != key and name not in later_names
         ]
 
     def continued(
@@ -176,13 +187,20 @@ class _Members:
             digests.append(state.digest())
             containers |= (body[start] in _CONTAINER_OPENINGS) << index
             at = end
-        names = (*self.names[:count], *(sys.intern(name) for name, _, _ in later))
-        ends = array.array("q", [*self.ends[:count], *(end - close for _, _, end in later)])
+        ends = array.array("q", self.ends[:count])
+        ends.extend(end - close for _, _, end in later)
         lead = self.lead if count else body[close : later[0][1]]
-        return _Members(lead, names, ends, b"".join(digests), containers)
+        later_names = tuple(name for name, _, _ in later)
+        if later_names == self.names[count:] and containers == self.containers:  # the same members: one changed
+            return _Members(lead, self.names, ends, b"".join(digests), containers, self.unique)
+        names = (*self.names[:count], *map(sys.intern, later_names))
+        unique = sum(
+            1 << index for index, name in enumerate(names) if containers >> index & 1 and names.count(name) == 1
+        )
+        return _Members(lead, names, ends, b"".join(digests), containers, unique)
 
 
-_NO_MEMBERS = _Members(b"", (), array.array("q"), b"", 0)
+_NO_MEMBERS = _Members(b"", (), array.array("q"), b"", 0, 0)
 _CONTAINER_OPENINGS = frozenset(b"[{")
 _LONG = 256
 """Characters from which a string member before the array is taken from the previous request, not validated again."""
@@ -388,9 +406,10 @@ class ResentPrefix(Generic[Request]):
             later = json_spans.members_in_bytes(text, json_spans.members_after(text, 0), 0, at)
         except (ValueError, UnicodeDecodeError):
             return None
-        reused = last.members.reusable(count, later, self.key)
+        later_names = {name for name, _, _ in later}
+        reused = last.members.reusable(count, later_names, self.key)
         pieces, head_reused = last.head_members.left_out(  # a head member is its request's value if no later one is
-            body, last.array_open, {*last.members.names, *(name for name, _, _ in later)}
+            body, last.array_open, {*last.members.names, *later_names}
         )
         pieces += (body[first:close], b"]")
         for index, name in enumerate(last.members.names[:count]):
@@ -400,12 +419,13 @@ class ResentPrefix(Generic[Request]):
         pieces.append(body[at:])
         try:
             parsed: Any = self.validate(b"".join(pieces))  # a pydantic model, as _with_equal_fields_of reads it
-            request = parsed.model_copy(update={name: _value(last.request, name) for name in (*head_reused, *reused)})
+            left_out = {name: _value(last.request, name) for name in (*head_reused, *reused)}
+            request = _with_equal_fields_of(parsed, last.request, self.key, left_out)
         except Exception:
             return None
         members = last.members.continued(body, close, count, state, later)
         state.update(memoryview(body)[later[-1][2] if later else at :])
-        return _with_equal_fields_of(request, last.request, self.key), state.digest(), members
+        return request, state.digest(), members
 
     def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
@@ -446,21 +466,34 @@ class ResentPrefix(Generic[Request]):
         return ReadBody(request, digest, True), kept_last
 
 
-def _with_equal_fields_of(request: Any, previous: Any, key: str) -> Any:
+def _with_equal_fields_of(request: Any, previous: Any, key: str, update: dict[str, Any] | None = None) -> Any:
     """`request` (a pydantic model) with each declared field but the array `key` that equals `previous`'s holding
-    `previous`'s very object. A body whose bytes after the array changed (Codex's `client_metadata` does every turn)
-    has its other fields parsed again: equal values, new objects, a second copy of the system prompt a session keeps
-    (`instructions` is read with the head) and no translation a dialect can find by identity."""
-    equal = {}
-    for name in type(request).model_fields:
-        if name != key and (old := getattr(previous, name)) is not (new := getattr(request, name)) and old == new:
+    `previous`'s very object, and the values `update` names (in one copy). A body whose bytes after the array changed
+    (Codex's `client_metadata` does every turn) has its other fields parsed again: equal values, new objects, a second
+    copy of what a session keeps and no translation a dialect can find by identity."""
+    equal = update if update is not None else {}
+    for name in _field_names(type(request)):
+        if name == key or name in equal:
+            continue
+        if (old := getattr(previous, name)) is not (new := getattr(request, name)) and old == new:
             equal[name] = old
     return request.model_copy(update=equal) if equal else request
 
 
+def _field_names(model: Any) -> tuple[str, ...]:
+    """A pydantic model's declared fields (pydantic's `model_fields` is a property, not free to read each turn)."""
+    names = _FIELD_NAMES.get(model)
+    if names is None:
+        names = _FIELD_NAMES[model] = tuple(model.model_fields)
+    return names
+
+
+_FIELD_NAMES: dict[Any, tuple[str, ...]] = {}
+
+
 def _value(request: Any, name: str) -> Any:
     """A pydantic request's value of the member `name`: a declared field's, or an extra one's (KeyError: none)."""
-    return getattr(request, name) if name in type(request).model_fields else request.model_extra[name]
+    return getattr(request, name) if name in _field_names(type(request)) else request.model_extra[name]
 
 
 def _filled(last: _Last, at: int) -> _Last:
