@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -46,7 +47,7 @@ def test_scale_out_options_without_what_they_need_are_usage_errors(
 @pytest.mark.crash
 def test_tito_serve_workers_starts_each_worker_prints_their_nginx_config_and_stops_them(tmp_path: Path) -> None:
     port = free_port()
-    while any(_in_use(port + offset) for offset in (1, 2)):
+    while not all(_bindable(port + offset) for offset in (0, 1, 2)):
         port = free_port()
     command = [sys.executable, "-m", "tito", "serve", "--engine", "instant", "--family", "qwen3", "--workers", "2",
                "--port", str(port), "--journal", str(tmp_path / "journal")]  # fmt: skip
@@ -87,6 +88,18 @@ def test_tito_serve_workers_starts_each_worker_prints_their_nginx_config_and_sto
             except subprocess.TimeoutExpired:
                 os.kill(supervisor.pid, signal.SIGKILL)
                 supervisor.wait(10)
+
+
+def _bindable(port: int) -> bool:
+    """Whether a server could listen on the port now, as a worker binds it (an outgoing connection's local port
+    or another server's is not)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _in_use(port: int) -> bool:
