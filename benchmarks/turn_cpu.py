@@ -7,7 +7,9 @@ not the 10 ms ticks of /proc/<pid>/stat), read before and after each turn. What 
 measured turns (robust to a shared machine), with the access log's `tito_ms` of the same turns beside it.
 
   sized       chat, Anthropic Messages and Responses, whole and streamed, at --tokens (8k and 32k): the history grows
-              with ~1k-token tool outputs; --measured turns (each appending one) are centred on the size. A whole and
+              with tool outputs; --measured turns (each appending a ~1k-token one) have prompts centred on the size,
+              the first prompt and each turn's reply and template text counted (where the first prompt leaves no
+              room, their median is above it: the printed size is the median's). A whole and
               a streamed session of each tree run in lockstep, so the streamed/whole ratio is measured side by side.
               --sessions N: N sessions per server send each turn at once (load, as issue 34 first measured it: 64),
               and the server's CPU over them is divided by N; the default, one, is a lone turn's cost.
@@ -218,12 +220,12 @@ class Turns:
     prompt_tokens: list[int] = field(default_factory=list)
 
 
-async def drive(servers: list[tuple[int, int]], dialects: list[list[Dialect]], streams: list[bool], outputs: list[int],
-                measure_from: int) -> list[Turns]:  # fmt: skip
+async def drive(servers: list[tuple[int, int]], dialects: list[list[Dialect]], streams: list[bool],
+                plan: Plan) -> list[Turns]:  # fmt: skip
     """Sessions on each server (port, pid), one per entry of `dialects[server]`, streamed or whole as `streams`
     says, driven in lockstep (each turn on every server in turn, so a change of the machine's load falls on all
-    alike): a turn per entry of `outputs` (the chars of the tool output appended after it); the turns from
-    `measure_from` on are measured. A server's sessions send their turns at once, each on its own connection, and
+    alike): turns until `plan` ends them, each followed by the tool output it sizes; the turns it says are measured
+    are. A server's sessions send their turns at once, each on its own connection, and
     the server's CPU over them is divided among them: one session is the server's cost of a lone turn (every
     wake-up its own), many are its cost per turn under load (the wake-ups shared, as the issue measured it)."""
     connections = [[RawConnection(port) for _ in lane] for (port, _), lane in zip(servers, dialects, strict=True)]
@@ -236,7 +238,9 @@ async def drive(servers: list[tuple[int, int]], dialects: list[list[Dialect]], s
                 _, body = await connection.request("POST", "/sessions")
                 paths[-1].append(f"/sessions/{orjson.loads(body)['session_id']}{dialect.path}")
         lanes = list(zip(servers, connections, paths, dialects, streams, measured, strict=True))
-        for turn, chars in enumerate(outputs):
+        turn, chars = 0, 0
+        while chars is not None:
+            measure, calls, prompt = plan.measured(), [], 0
             for (_, pid), lane_connections, lane_paths, lane, stream, turns in lanes:
                 payloads = [dialect.body(stream) for dialect in lane]
                 sent = zip(lane_connections, lane_paths, payloads, strict=True)
@@ -245,16 +249,23 @@ async def drive(servers: list[tuple[int, int]], dialects: list[list[Dialect]], s
                 replies = await asyncio.gather(*requests)
                 after = cpu_ns(pid)
                 prompts = []
-                for index, (dialect, (status, body)) in enumerate(zip(lane, replies, strict=True)):
+                calls.append([])
+                for dialect, (status, body) in zip(lane, replies, strict=True):
                     if status != 200:
                         raise RuntimeError(f"{dialect.name} turn {turn}: {status} {body[:300]!r}")
-                    call_id, prompt = dialect.take_reply(body, stream)
-                    prompts.append(prompt)
-                    dialect.add_output(call_id, tool_output(index, turn, chars))
-                if turn >= measure_from:
+                    call_id, session_prompt = dialect.take_reply(body, stream)
+                    prompts.append(session_prompt)
+                    calls[-1].append(call_id)
+                prompt = round(statistics.mean(prompts))
+                if measure:
                     turns.cpu_ms.append((after[0] - before[0]) / 1e6 / len(lane))
                     turns.runqueue_ms.append((after[1] - before[1]) / 1e6 / len(lane))
-                    turns.prompt_tokens.append(round(statistics.mean(prompts)))
+                    turns.prompt_tokens.append(prompt)
+            chars = plan.output(prompt)  # every lane's prompts are alike: the same conversation in each
+            for lane, lane_calls in zip(dialects, calls, strict=True):
+                for index, (dialect, call_id) in enumerate(zip(lane, lane_calls, strict=True)):
+                    dialect.add_output(call_id, tool_output(index, turn, chars or 0))
+            turn += 1
     finally:
         for lane_connections in connections:
             for connection in lane_connections:
@@ -291,13 +302,70 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def sized_outputs(tokens: int, measured: int, chars_per_token: float) -> tuple[list[int], int]:
-    """Tool outputs (chars) that grow the history to `tokens - measured/2 * 1k`, then `measured` ~1k-token ones."""
-    step = int(1000 * chars_per_token)
-    start = max(tokens - measured * 1000 // 2, 1500)
-    growth = [int(4000 * chars_per_token)] * max((start - 500) // 4000, 0)
-    growth.append(int((start - 500 - 4000 * len(growth)) * chars_per_token))
-    return [*growth, *([step] * (measured + 1))], len(growth) + 1
+class Plan:
+    """Which turns are measured, and the tool output each turn is followed by."""
+
+    def measured(self) -> bool:
+        """Whether the turn about to be sent is measured."""
+        raise NotImplementedError
+
+    def output(self, prompt_tokens: int) -> int | None:
+        """After a turn whose prompt held `prompt_tokens`: the chars of the tool output to append; None: no more."""
+        raise NotImplementedError
+
+
+class ListedPlan(Plan):
+    """A tool output per entry of `outputs` (chars), every turn after the first measured (the agent-shaped run)."""
+
+    def __init__(self, outputs: list[int]) -> None:
+        self.outputs, self.turn = outputs, 0
+
+    def measured(self) -> bool:
+        return self.turn > 0
+
+    def output(self, prompt_tokens: int) -> int | None:
+        self.turn += 1
+        return self.outputs[self.turn - 1] if self.turn < len(self.outputs) else None
+
+
+class SizedPlan(Plan):
+    """`measured` turns whose prompts are centred on `tokens`, each appending a ~1k-token tool output: first the
+    history grows by outputs of up to 4k tokens, up to `tokens` less the measured turns' half growth (a measured turn
+    adds its output, the reply and the template's text around them: what the last turn added beyond its output);
+    the first prompt (system prompt, tools) counts too. Where even the first prompt is past that point, the measured
+    turns start at once and their median is above `tokens` (the printed size says so)."""
+
+    def __init__(self, tokens: int, measured: int, chars_per_token: float) -> None:
+        self.tokens, self.count, self.chars_per_token = tokens, measured, chars_per_token
+        self.step = int(1000 * chars_per_token)
+        self.growing, self.sent = True, 0
+        self.added = 0.0
+        """What a turn adds beyond its tool output's tokens (estimated from the last turn)."""
+        self.last: tuple[int, int] | None = None
+        """The last turn's prompt tokens and the chars of the output appended after it."""
+
+    def measured(self) -> bool:
+        return not self.growing and self.sent > 0
+
+    def output(self, prompt_tokens: int) -> int | None:
+        if self.last is not None:
+            self.added = prompt_tokens - self.last[0] - self.last[1] / self.chars_per_token
+        chars = self._next(prompt_tokens)
+        self.last = (prompt_tokens, chars) if chars is not None else None
+        return chars
+
+    def _next(self, prompt_tokens: int) -> int | None:
+        if self.growing:
+            per_turn = 1000 + self.added
+            before_first = self.tokens - (self.count + 1) / 2 * per_turn  # the turn before the first measured
+            wanted = before_first - prompt_tokens - self.added
+            if self.last is None:  # what a turn adds is not known yet: half now, the rest once it is
+                wanted /= 2
+            if wanted > 200:
+                return int(min(wanted, 4000) * self.chars_per_token)
+            self.growing = False
+        self.sent += 1
+        return self.step if self.sent <= self.count else None
 
 
 def agent_outputs(tokens: int, chars_per_token: float, rng: random.Random) -> list[int]:
@@ -318,7 +386,6 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
     print(f"{'config':26}" + "".join(f"{str(s)[-28:]:>30}" for s in sources) + "   ratio (last/first)")
     tools = tool_schemas(1, random.Random(0))
     for tokens in args.tokens:
-        outputs, measure_from = sized_outputs(tokens, args.measured, chars_per_token)
         for name in args.dialects:
             streams = [stream for stream in (False, True) for _ in sources]
             trees = sources + sources
@@ -327,7 +394,8 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
             with tito_servers(trees, engine_port, args.family, files) as servers:
                 dialects = [[DIALECTS[name](SYSTEM * 4, "Make the tests pass.", tools) for _ in range(args.sessions)]
                             for _ in trees]  # fmt: skip
-                measured = asyncio.run(drive(servers, dialects, streams, outputs, measure_from))
+                plan = SizedPlan(tokens, args.measured, chars_per_token)
+                measured = asyncio.run(drive(servers, dialects, streams, plan))
             pace_after = pace_ms()
             time.sleep(0.2)
             medians = [median(turns.cpu_ms) for turns in measured]
@@ -339,7 +407,7 @@ def run_sized(args: argparse.Namespace, sources: list[Path], engine_port: int, c
                     runqueue = median(measured[index].runqueue_ms)
                     cells.append(f"{medians[index]:6.2f} ms ({median(logged):5.2f}, {runqueue:5.2f})")
                 size = median(measured[picked[0]].prompt_tokens) / 1000
-                label = f"{name} {'streamed' if stream else 'whole'} ~{size:.0f}k"
+                label = f"{name} {'streamed' if stream else 'whole'} ~{size:.1f}k"
                 print(f"{label:26}" + "".join(f"{c:>30}" for c in cells)
                       + f"   {medians[picked[-1]] / medians[picked[0]]:.2f}", flush=True)  # fmt: skip
             ratios = "".join(f"{medians[len(sources) + i] / medians[i]:>30.2f}" for i in range(len(sources)))
@@ -360,7 +428,7 @@ def run_agent(args: argparse.Namespace, sources: list[Path], engine_port: int, c
         with tito_servers(sources, engine_port, args.family, files) as servers:
             user = "Fix the failing test in tests/unit and explain the cause."
             dialects = [[DIALECTS[name](system, user, tools)] for _ in sources]
-            measured = asyncio.run(drive(servers, dialects, [True] * len(sources), outputs, 1))
+            measured = asyncio.run(drive(servers, dialects, [True] * len(sources), ListedPlan(outputs)))
         time.sleep(0.2)
         for source, turns, log in zip(sources, measured, files, strict=True):
             logged = access_tito_ms(log, len(turns.cpu_ms))
