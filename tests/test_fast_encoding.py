@@ -13,12 +13,13 @@ from functools import cache
 from typing import Any
 
 import pytest
+import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer as BackendTokenizer
 
 from tests.conftest import family_tito, reference_path
-from tito.fast_encoding import DISABLE_VARIABLE, FastEncoder, Verdict, fast_encoder_for
+from tito.fast_encoding import DISABLE_VARIABLE, FastEncoder, Verdict, fast_encoder_for, grouped_pattern
 from tito.tokenizer_loading import QWEN_PRE_TOKENIZER_PATTERNS, byte_to_unicode, without_added_tokens
 
 FAST = ["qwen3", "qwen3-thinking-2507", "qwen3.5", "qwen3.6"]
@@ -246,3 +247,31 @@ def test_a_tokenizer_that_splits_special_tokens_stays_on_hf() -> None:
     tokenizer = tiny_byte_level_bpe(IN_RANK_ORDER)
     tokenizer.encode_special_tokens = True
     assert "split_special_tokens" in refusal(tokenizer)
+
+
+WHITESPACE_RUNS = st.lists(
+    st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x85", "\xa0", "\u3000", "a", "Ab", "7",
+                     "!", "'s", "é", "\u0301", "日", ".\n", "- ", "\n    ", "\t\t}", "<|im_end|>"]),
+    max_size=16,
+).map("".join)  # fmt: skip
+"""Runs of every kind of whitespace before letters, digits, punctuation and the end: where the patterns' one
+lookahead alternative (`\\s+(?!\\S)`) decides the pieces."""
+
+
+@pytest.mark.parametrize("name", ["qwen3", "qwen3.5"])
+def test_the_grouped_pattern_gives_the_audited_patterns_ids(name: str) -> None:
+    """tiktoken runs the audited pattern with its lookahead-free alternatives grouped (`grouped_pattern`): the same
+    ids as the pattern as published, and as HF, around whitespace runs and on random Unicode."""
+    encoder, plain = fast(name), without_added_tokens(reference(name))
+    pattern = json.loads(reference(name).to_str())["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+    assert encoder.encoding._pat_str == grouped_pattern(pattern) != pattern
+    published = tiktoken.Encoding("published", pat_str=pattern, mergeable_ranks=encoder.encoding._mergeable_ranks,
+                                  special_tokens={})  # fmt: skip
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @given(st.one_of(WHITESPACE_RUNS, random_text(name)))
+    def same_ids(text: str) -> None:
+        assert encoder.encoding.encode_ordinary(text) == published.encode_ordinary(text)
+        assert encoder.encode_ordinary(text) == hf_ids(plain, text)
+
+    same_ids()

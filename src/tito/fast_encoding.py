@@ -8,8 +8,9 @@ HF pipeline has a tiktoken equivalent, checked on the tokenizer's own JSON:
 - without `ignore_merges`, every vocab token is what the merges make of its own bytes (tiktoken looks a whole piece
   up before merging); both merge checks run once per vocabulary, remembered in tito's cache directory;
 - the pre-tokenizer is one `Split` (isolated) by a pattern audited for tiktoken, then `ByteLevel` without its own
-  regex or prefix space; the normalizer is none or NFC (applied here with `unicodedata`, per piece between added
-  tokens, as HF does);
+  regex or prefix space (tiktoken gets the pattern with its lookahead-free alternatives grouped: the same pieces,
+  found faster, `grouped_pattern`); the normalizer is none or NFC (applied here with `unicodedata`, per piece
+  between added tokens, as HF does);
 - added tokens are matched on the raw text (not normalized, no strip or single-word rules), leftmost-longest;
   no truncation or padding.
 Anything else falls back to HF, with the reason logged (`tito.fast_encoding`) and kept on the verdict.
@@ -57,6 +58,9 @@ _AUDITED_PATTERNS = frozenset(QWEN_PRE_TOKENIZER_PATTERNS)
 """Pre-tokenizer patterns whose constructs mean the same in Oniguruma and fancy-regex and that match every
 character (tiktoken drops text its pattern does not match; HF keeps it as a piece): each ends in `\\s+` and has
 `\\p{L}+`, `\\p{N}` and `[^\\s\\p{L}\\p{N}]+`-style alternatives without lookaround."""
+
+_LOOKAHEAD_TAIL = r"|\s+(?!\S)|\s+"
+"""How every audited pattern ends: its only alternative with a lookaround, then whitespace alone."""
 
 _CLASSES = (r"\p{L}", r"\p{M}", r"\p{N}", r"\s", r"(?i:s|t|r|e|v|m|l|d)")
 """Every character class the audited patterns use (the case-folded letters of their contractions included)."""
@@ -240,8 +244,21 @@ def _build_encoding(
     refusal = _merges_refusal(model, vocab, backend, model_key)
     if refusal is not None:
         return None, refusal
-    encoding = tiktoken.Encoding(f"tito-{model_key[:12]}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    encoding = tiktoken.Encoding(
+        f"tito-{model_key[:12]}", pat_str=grouped_pattern(pattern), mergeable_ranks=ranks, special_tokens={}
+    )
     return encoding, f"{len(ranks)} ranks, merges in rank order"
+
+
+def grouped_pattern(pattern: str) -> str:
+    """An audited pattern as tiktoken is given it: the alternatives before its lookahead in one group. A pattern with
+    a lookaround runs in fancy-regex's backtracking VM, which hands each alternative without one to the regex crate
+    as a search of its own; grouped, they are one search per piece, not one per alternative tried (a ~4 KB tool
+    output: ~27% less time encoding it). The pieces are the same: an alternation takes its first alternative that
+    matches, and the group's are tried in the same order before the rest."""
+    if not pattern.endswith(_LOOKAHEAD_TAIL):
+        return pattern
+    return f"(?:{pattern[: -len(_LOOKAHEAD_TAIL)]}){_LOOKAHEAD_TAIL}"
 
 
 def _merges_refusal(model: dict[str, Any], vocab: dict[str, int], backend: BackendTokenizer, key: str) -> str | None:
