@@ -3,7 +3,6 @@ recorded with."""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
 from types import SimpleNamespace
 from typing import cast
 
@@ -12,6 +11,7 @@ import pytest
 from tests.trajectory.turns import assistant, turn, user
 from tito.server.dialects.edge import labeller, stored_turn
 from tito.server.sessions.registry import Session
+from tito.server.turns.completions import TurnLabel
 from tito.trajectory.events import SessionConfig, TrajectoryKind
 from tito.trajectory.nodes import NodeStore
 from tito.trajectory.tree import TreeTrajectory
@@ -36,10 +36,8 @@ def test_the_dialect_edge_finds_a_turn_without_scanning_the_nodes(monkeypatch: p
     assert stored_turn(session, "chatcmpl-never") is None
 
 
-def test_a_label_sets_the_response_id_and_the_dialects_metadata_and_keeps_every_other_field() -> None:
-    trajectory = TreeTrajectory(SessionConfig(trajectory=TrajectoryKind.TREE))
-    committed = turn(trajectory, [user("q")], "a")
-    labelled = labeller("resp_1", "responses", {"hosted_tools": ["web_search"]})(committed)
-    metadata = {**committed.metadata, "hosted_tools": ["web_search"], "dialect": "responses"}
-    assert labelled == replace(committed, response_id="resp_1", metadata=metadata)
-    assert [getattr(labelled, f.name) is getattr(committed, f.name) for f in fields(committed)].count(False) == 2
+def test_a_label_names_the_response_id_and_puts_what_the_edge_recorded_then_the_dialect_in_the_metadata() -> None:
+    label = labeller("resp_1", "responses", {"hosted_tools": ["web_search"]})
+    assert label == TurnLabel("resp_1", {"hosted_tools": ["web_search"], "dialect": "responses"})
+    assert list(label.metadata) == ["hosted_tools", "dialect"]
+    assert labeller("msg_1", "anthropic") == TurnLabel("msg_1", {"dialect": "anthropic"})

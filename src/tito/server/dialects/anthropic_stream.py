@@ -32,10 +32,7 @@ class AnthropicStreamEncoder:
         self.response_id = response_id
         self.prompt_tokens = prompt_tokens
         self.blocks = Blocks(signer.signing(session_id, response_id))
-        self._label = labeller(response_id, DIALECT)
-
-    def label(self, turn: TurnCommitted) -> TurnCommitted:
-        return self._label(turn)
+        self.label = labeller(response_id, DIALECT)
 
     def opening(self) -> list[bytes]:
         message: dict[str, Any] = {

@@ -5,7 +5,8 @@ dialect's turn is recorded with, and the session's last translations a resend re
 Everything here runs before planning: the edge only decides which assistant message the internal chat request
 carries; planning, the role gate and matching are the chat path's, unchanged.
 
-Imports from tito: families.base, server.dialects.signing, server.errors, server.sessions.registry, trajectory.events.
+Imports from tito: families.base, server.dialects.signing, server.errors, server.sessions.registry,
+server.turns.completions, trajectory.events.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from tito.families.base import Family
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.errors import BadRequestError
 from tito.server.sessions.registry import Session
-from tito.trajectory.events import Message, TurnCommitted, with_changes
+from tito.server.turns.completions import TurnLabel
+from tito.trajectory.events import Message, TurnCommitted
 
 
 def new_id(prefix: str) -> str:
@@ -101,17 +103,10 @@ def thinking_kwargs(family: Family, enabled: bool | None) -> dict[str, Any] | No
     return {family.thinking_kwarg: enabled}
 
 
-def labeller(
-    response_id: str, dialect: str, recorded: Mapping[str, Any] | None = None
-) -> Callable[[TurnCommitted], TurnCommitted]:
-    """What a dialect's turn is recorded with: its response id, `metadata["dialect"]` and what the edge `recorded`
-    of the request that the prompt leaves out (e.g. hosted tools)."""
-
-    def label(turn: TurnCommitted) -> TurnCommitted:
-        metadata = {**turn.metadata, **(recorded or {}), "dialect": dialect}
-        return with_changes(turn, response_id=response_id, metadata=metadata)
-
-    return label
+def labeller(response_id: str, dialect: str, recorded: Mapping[str, Any] | None = None) -> TurnLabel:
+    """What a dialect's turn is recorded with: its response id, what the edge `recorded` of the request that the
+    prompt leaves out (e.g. hosted tools) and `metadata["dialect"]`."""
+    return TurnLabel(response_id, {**(recorded or {}), "dialect": dialect})
 
 
 TRANSLATIONS = 3

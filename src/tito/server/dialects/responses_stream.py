@@ -44,11 +44,8 @@ class ResponsesStreamEncoder:
         self.echo = echo
         self.items = Items(response_id, signer.signing(session_id, response_id), tools.namespaces)
         self.created_at = time.time()
-        self._label = labeller(response_id, DIALECT, tools.recorded())
+        self.label = labeller(response_id, DIALECT, tools.recorded())
         self._sequence = 0
-
-    def label(self, turn: TurnCommitted) -> TurnCommitted:
-        return self._label(turn)
 
     def opening(self) -> list[bytes]:
         response = orjson.dumps(self._response())  # written once for both events

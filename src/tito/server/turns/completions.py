@@ -302,9 +302,9 @@ async def complete_turn(
     prepared: PreparedTurn,
     receive: Receive,
     started: float,
-    label: Callable[[TurnCommitted], TurnCommitted] | None = None,
+    label: TurnLabel | None = None,
 ) -> CompletedTurn:
-    """The whole-reply turn: generate (aborted if the client goes away), then `finish_turn`. `label` sets what a
+    """The whole-reply turn: generate (aborted if the client goes away), then `finish_turn`. `label` is what a
     dialect records of itself (its response id, `metadata["dialect"]`); `started` is when the request arrived."""
     engine_started = time.monotonic()
     async with TurnWatch(state.engine, prepared.request_id, prepared.session, receive):
@@ -333,16 +333,26 @@ class TurnTiming:
     the waits for its chunks (tito's work on each chunk is not the engine's)."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnLabel:
+    """What a dialect records its turn with (`finish_turn` builds the turn with it, not a copy of it after): the
+    response id its replies name, and metadata beside the turn's own (`dialect`, what the edge recorded of the
+    request). Chat completions' whole replies have none: a `chatcmpl-` id, no `dialect`."""
+
+    response_id: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
 async def finish_turn(
     state: ServerState,
     prepared: PreparedTurn,
     generation: Generation,
     parse: Callable[[], ParseResult],
     timing: TurnTiming,
-    label: Callable[[TurnCommitted], TurnCommitted] | None = None,
+    label: TurnLabel | None = None,
 ) -> TurnCommitted:
     """The one place a turn is finished, whole or streamed, in every dialect: parse the sampled ids, build the
-    turn's event, label it as the dialect records it, commit it, count it. Returns the turn as committed.
+    turn's event with the dialect's label, commit it, count it. Returns the turn as committed.
 
     One behaviour for every path: a parser that raises is a 502 naming the parser (`parse_failure`: the sampled
     ids could not become a reply; nothing is recorded and a retry samples anew); a session deleted between the
@@ -353,9 +363,7 @@ async def finish_turn(
         raise
     except Exception as exc:
         raise parse_failure(exc) from exc
-    turn = build_turn(prepared, generation, result, state.engine.info)
-    if label is not None:
-        turn = label(turn)
+    turn = build_turn(prepared, generation, result, state.engine.info, label)
     committed = await state.registry.commit(prepared.session, prepared.plan, turn)
     if committed is None:
         raise SessionGoneError(f"session {turn.session_id} was deleted during the turn; the turn was not recorded")
@@ -385,9 +393,14 @@ _sampling_values = operator.attrgetter(*_SAMPLING_FIELDS)
 
 
 def build_turn(
-    prepared: PreparedTurn, generation: Generation, result: ParseResult, engine: EngineInfo
+    prepared: PreparedTurn,
+    generation: Generation,
+    result: ParseResult,
+    engine: EngineInfo,
+    label: TurnLabel | None = None,
 ) -> TurnCommitted:
-    """The event that records the turn: prompt ids beyond the kept parent ids, sampled ids and logprobs, facts."""
+    """The event that records the turn: prompt ids beyond the kept parent ids, sampled ids and logprobs, facts, and
+    the dialect's `label` (without one, a `chatcmpl-` id)."""
     finish_reason = "length" if generation.finish.kind is FinishKind.LENGTH else result.finish_reason
     plan = prepared.plan
     sampling = prepared.sampling
@@ -410,6 +423,8 @@ def build_turn(
     }
     if generation.finish.matched_text is not None:
         metadata["stop_string"] = generation.finish.matched_text  # Anthropic's stop_reason `stop_sequence` names it
+    if label is not None:
+        metadata.update(label.metadata)
     return TurnCommitted(
         session_id=prepared.session.session_id,
         node_id=prepared.session.trajectory.store.next_node_id,
@@ -422,7 +437,7 @@ def build_turn(
         output_logprobs=generation.output_logprobs,
         assistant=result.message,
         finish_reason=finish_reason,
-        response_id=f"chatcmpl-{secrets.token_hex(12)}",
+        response_id=f"chatcmpl-{secrets.token_hex(12)}" if label is None else label.response_id,
         request_fingerprint=prepared.fingerprint,
         metadata=metadata,
         at=time.time(),

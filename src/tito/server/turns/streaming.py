@@ -52,6 +52,7 @@ from tito.server.state import ServerState
 from tito.server.turns.aborting import TurnWatch
 from tito.server.turns.completions import (
     PreparedTurn,
+    TurnLabel,
     TurnTiming,
     engine_request,
     finish_turn,
@@ -60,7 +61,7 @@ from tito.server.turns.completions import (
 )
 from tito.server.turns.logprobs import choice_logprobs
 from tito.tokenizer_protocol import Tokenizer
-from tito.trajectory.events import TurnCommitted, with_changes
+from tito.trajectory.events import TurnCommitted
 
 DONE = b"data: [DONE]\n\n"
 OPENING_DELTA = {"role": "assistant", "content": "", "reasoning_content": None}
@@ -142,9 +143,8 @@ class StreamEncoder(Protocol):
     """One dialect's events of one streamed turn, as SSE bytes; the core calls it in this order: `opening` once,
     `chunk` per engine chunk, then `closing` once the turn is committed, or `failure` instead."""
 
-    def label(self, turn: TurnCommitted) -> TurnCommitted:
-        """The turn as the dialect records it: its response id (chat: `chatcmpl-...`), its metadata."""
-        ...
+    label: TurnLabel
+    """What the dialect records its turn with: its response id (chat: `chatcmpl-...`), its metadata."""
 
     def opening(self) -> list[bytes]:
         """The events that open the stream, in pieces joined once with the engine's first events (one send, one copy:
@@ -183,9 +183,7 @@ class ChatStreamEncoder:
         else:
             self.chunks = ChunkEncoder(model, turn.response_id, int(turn.at))
             self.opening_logprobs = choice_logprobs(request, tokenizer, turn.output_ids, turn.output_logprobs)
-
-    def label(self, turn: TurnCommitted) -> TurnCommitted:
-        return with_changes(turn, response_id=self.chunks.response_id)
+        self.label = TurnLabel(self.chunks.response_id)
 
     def opening(self) -> list[bytes]:
         return [self.chunks.chunk(OPENING_DELTA, logprobs=self.opening_logprobs)]
