@@ -2,8 +2,8 @@
 
 The wire format is OpenAI's `chat.completion.chunk` stream, so the openai SDK's stream helpers accumulate it
 into the message of the non-streaming reply:
-- a first chunk with `role: assistant`, sent with the engine's first events (the headers leave at once; the first
-  chunk in the same send as what follows it: one socket write, one wake-up of the client fewer per turn);
+- a first chunk with `role: assistant`, sent with the engine's first events (in the same send as what follows it,
+  the headers' send right before: one wake-up of the client for all three, `SseResponse`);
 - one chunk per engine chunk that decides something: its `reasoning_content`, `content` and `tool_calls`
   deltas (from `TitoTokenizer.incremental_parser`; `content` and `reasoning_content` in every delta, null when
   it has none, as SGLang and vLLM send them). Text that a later id could still turn into markup is held back.
@@ -81,7 +81,9 @@ class LastEvent:
 
 class SseResponse(Response):
     """Sends each event as it comes, one ASGI send each (a `LastEvent` ends the body in the same send); the events'
-    generator is closed when the client goes away."""
+    generator is closed when the client goes away. The headers leave with the first events, right before them, not
+    when the engine is asked: a client waits for the events anyway, and is woken once for both rather than once
+    more while the engine computes (a socket write and a wake-up of the client fewer per streamed turn)."""
 
     def __init__(self, events: AsyncGenerator[bytes | LastEvent, None]) -> None:
         super().__init__(status_code=200)
@@ -93,17 +95,25 @@ class SseResponse(Response):
         self.events = events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        started = False
         try:
             async with contextlib.aclosing(self.events) as events:
                 async for event in events:
+                    if not started:
+                        await self._start(send)
+                        started = True
                     if type(event) is LastEvent:
                         await send({"type": "http.response.body", "body": event.body, "more_body": False})
                         return
                     await send({"type": "http.response.body", "body": event, "more_body": True})
+            if not started:
+                await self._start(send)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             return  # the client went away mid-send; closing the events aborted the turn
+
+    async def _start(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
 
 class ChunkEncoder:
