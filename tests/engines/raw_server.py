@@ -43,7 +43,7 @@ class RawServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.split(b"\r\n")
-                length = next(int(line.split(b":")[1]) for line in lines if line.startswith(b"content-length"))
+                length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length"))
                 body = await reader.readexactly(length)
                 self.requests.append(head + body)
                 reply = await self.reply(body, reader)

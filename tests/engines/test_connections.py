@@ -10,11 +10,12 @@ import struct
 import threading
 import time
 
+import httpx
 import pytest
 
 from tests.engines.raw_server import STREAM_HEAD, RawServer, Reply, chunk
 from tito.engines.connections import MAX_HEAD_BYTES, ConnectionPool, HttpProtocolError, _BodyPieces, _Connection
-from tito.engines.http import HttpEngineClient, SseData
+from tito.engines.http import HttpEngineClient, SseData, _HttpxStreamed
 from tito.errors import EngineRequestError, EngineResponseError, EngineTimeoutError, EngineUnavailableError
 
 
@@ -442,6 +443,21 @@ async def test_the_engine_clients_streams_go_over_the_pool_and_reuse_one_connect
             assert [events async for events in client.post_sse("/generate", {"stream": True})] == [[{"n": 1}]]
         assert server.connections == 1
         await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_post_over_httpx_gives_the_status_the_body_as_it_arrives_and_closes_the_response():
+    """The https engine's path (httpx, not the pool): the same reply shape, its response closed with the block."""
+
+    async def events(body: bytes, reader: asyncio.StreamReader) -> bytes:
+        return STREAM_HEAD + chunk(b'data: {"n": 1}\n\n') + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+
+    async with RawServer(events) as server, httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as http:
+        streamed = _HttpxStreamed(http, http.build_request("POST", "/generate", content=b"{}"))
+        async with streamed as reply:
+            assert reply.status == 200 and reply.headers["content-type"] == "text/event-stream"
+            assert b"".join([piece async for piece in reply.pieces]) == b'data: {"n": 1}\n\ndata: [DONE]\n\n'
+        assert streamed._response is not None and streamed._response.is_closed
 
 
 CHUNKED_WITH_TRAILERS = b'5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\nx-trailer: t\r\n\r\n'

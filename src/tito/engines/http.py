@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 import orjson
 
-from tito.engines.connections import Body, ConnectionPool, HttpProtocolError
+from tito.engines.connections import Body, ConnectionPool, HttpProtocolError, StreamedReply
 from tito.engines.id_json import body_json
 from tito.errors import (
     EngineError,
@@ -110,7 +110,7 @@ class HttpEngineClient:
         payload = body_json(body)
         try:
             async with self._streamed_post(path, payload, _json_headers(headers)) as reply:
-                status, pieces = reply
+                status, pieces = reply.status, reply.pieces
                 if status >= 400:
                     self.raise_for_status(path, httpx.Response(status, content=b"".join([p async for p in pieces])))
                 data = SseData()
@@ -159,21 +159,15 @@ class HttpEngineClient:
                 return events[:index], self.error_event(path, event)
         return events, None
 
-    @asynccontextmanager
-    async def _streamed_post(
+    def _streamed_post(
         self, path: str, body: Body, headers: Mapping[str, str]
-    ) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
-        """A POST's status and its body as it arrives: on the pool over plain http, on httpx otherwise (https)."""
+    ) -> AbstractAsyncContextManager[StreamedReply]:
+        """A POST's reply with its body as it arrives: on the pool over plain http, on httpx otherwise (https)."""
         if self._pool is not None:
-            async with self._pool.stream("POST", self._prefix + path, body, headers) as streamed:
-                yield streamed.status, streamed.pieces
-            return
-        request = self._client.build_request("POST", path, content=b"".join(body), headers=headers)
-        response = await self._client.send(request, stream=True)
-        try:
-            yield response.status_code, response.aiter_bytes()
-        finally:
-            await response.aclose()
+            return self._pool.stream("POST", self._prefix + path, body, headers)
+        return _HttpxStreamed(
+            self._client, self._client.build_request("POST", path, content=b"".join(body), headers=headers)
+        )
 
     def decode(self, path: str, content: bytes) -> Any:
         try:
@@ -260,6 +254,24 @@ class HttpEngineClient:
         if isinstance(exc, HttpProtocolError):
             return EngineResponseError(self.engine, f"{path}: {exc}")
         return None
+
+
+class _HttpxStreamed:
+    """`HttpEngineClient._streamed_post` over httpx (https): the reply's status and its body as it arrives; the
+    response is closed when the block ends."""
+
+    def __init__(self, client: httpx.AsyncClient, request: httpx.Request) -> None:
+        self._client = client
+        self._request = request
+        self._response: httpx.Response | None = None
+
+    async def __aenter__(self) -> StreamedReply:
+        response = self._response = await self._client.send(self._request, stream=True)
+        return StreamedReply(response.status_code, dict(response.headers), response.aiter_bytes())
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._response is not None:
+            await self._response.aclose()
 
 
 class SseData:
