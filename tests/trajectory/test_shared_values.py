@@ -40,6 +40,15 @@ def test_equal_tools_and_metadata_containers_become_the_object_already_held() ->
     assert second == turn(1), "the shared turn is equal to the one given"
 
 
+def test_what_a_turn_measured_of_itself_is_kept_as_it_is_and_never_enters_the_table() -> None:
+    shared = SharedValues(kept=2)
+    first = shared.share(turn(0, timings={"engine": 0.5}))
+    later = [shared.share(turn(node_id, timings={"engine": 0.5 + node_id})) for node_id in range(1, 5)]
+    assert [kept.metadata["timings"] for kept in later] == [{"engine": 1.5 + step} for step in range(4)]
+    assert shared.share(turn(5)).metadata["sampling"] is first.metadata["sampling"], "the timings pushed nothing out"
+    assert shared.value({"engine": 0.5}) is not first.metadata["timings"], "the table never held a turn's timings"
+
+
 def test_values_equal_in_python_but_not_as_json_stay_apart() -> None:
     shared = SharedValues()
     held = shared.share(turn(0))

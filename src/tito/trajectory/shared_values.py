@@ -26,6 +26,9 @@ from tito.trajectory.events import TurnCommitted, with_changes
 
 KEPT_VALUES = 256
 """Distinct shared values remembered (tool sets and metadata containers): a run's agents send a few."""
+MEASURED_PER_TURN = frozenset({"timings"})
+"""Metadata a turn measures of itself (the engine's seconds): never equal to another turn's, so never looked up; a
+lookup would only encode it and put it in the table, where it would push out a value that repeats."""
 
 
 class SharedValues:
@@ -46,13 +49,14 @@ class SharedValues:
         """Journal replays may run beside the event loop's commits."""
 
     def share(self, turn: TurnCommitted) -> TurnCommitted:
-        """`turn` with its tools and its metadata's containers replaced by equal values already held, its metadata
-        kept as a `key_sharing_dict`."""
+        """`turn` with its tools and its metadata's containers (but what it measured of itself) replaced by equal
+        values already held, its metadata kept as a `key_sharing_dict`."""
         metadata: dict[str, Any] = {}
         with self._lock:
             tools = self._held(turn.tools) if turn.tools else turn.tools
             for key, value in turn.metadata.items():
-                metadata[key] = self._held(value) if isinstance(value, (dict, list)) else value
+                shared = isinstance(value, (dict, list)) and key not in MEASURED_PER_TURN
+                metadata[key] = self._held(value) if shared else value
         return with_changes(turn, tools=tools, metadata=key_sharing_dict(metadata))
 
     def value(self, value: Any) -> Any:
