@@ -48,7 +48,7 @@ from __future__ import annotations
 import array
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -375,8 +375,7 @@ class ResentPrefix(Generic[Request]):
             changed = self._with_changed_members(body, last, first, close)
             if changed is None:
                 return None
-            request, rest, members = changed
-            new = self.elements(request)
+            request, new, rest, members = changed
         self.hold(new)
         elements = last.elements[: mark.count] + new
         request = self.with_elements(request, elements)
@@ -389,13 +388,16 @@ class ResentPrefix(Generic[Request]):
 
     def _with_changed_members(
         self, body: bytes, last: _Last, first: int, close: int
-    ) -> tuple[Request, bytes, _Members | None] | None:
+    ) -> tuple[Request, list[Any], bytes, _Members | None] | None:
         """The request of `body`, whose array's new elements start at `first` and whose `]` is at `close`, when its
         members after the array are the previous body's up to some member and differ from there: validated from its
         head but its long members (_Head), its new elements, the scalars of the members before the change and the
         members from it on, with the members left out taken from the previous request (`validate` checks each field
-        alone, so leaving them out changes nothing else). Also the xxh3-128 digest of the bytes from `close` on and the
-        members for the next body. None: the first member changed too, or the body is not valid."""
+        alone, so leaving them out changes nothing else). When the members from the change on are the previous body's
+        names in their order (Codex's `client_metadata`, new every turn), the request is the previous one with their
+        values: every other member is the previous body's bytes. Also the new elements, the xxh3-128 digest of the
+        bytes from `close` on and the members for the next body. None: the first member changed too, or the body is
+        not valid."""
         assert last.members is not None
         count, state = last.members.unchanged(body, close)
         if count == 0:
@@ -419,13 +421,17 @@ class ResentPrefix(Generic[Request]):
         pieces.append(body[at:])
         try:
             parsed: Any = self.validate(b"".join(pieces))  # a pydantic model, as _with_equal_fields_of reads it
-            left_out = {name: _value(last.request, name) for name in (*head_reused, *reused)}
-            request = _with_equal_fields_of(parsed, last.request, self.key, left_out)
+            later_in_order = tuple(name for name, _, _ in later)
+            if later_in_order == last.members.names[count:] and self.key not in later_names:
+                request = _with_values_of(parsed, last.request, later_in_order)
+            else:
+                left_out = {name: _value(last.request, name) for name in (*head_reused, *reused)}
+                request = _with_equal_fields_of(parsed, last.request, self.key, left_out)
         except Exception:
             return None
         members = last.members.continued(body, close, count, state, later)
         state.update(memoryview(body)[later[-1][2] if later else at :])
-        return request, state.digest(), members
+        return request, self.elements(parsed), state.digest(), members
 
     def _read_tail(self, body: bytes, last: _Last, mark: _Mark) -> tuple[ReadBody[Request], _Last] | None:
         """`body` read from `mark` on (its bytes before it are the previous body's); None: read it whole (also
@@ -478,6 +484,21 @@ def _with_equal_fields_of(request: Any, previous: Any, key: str, update: dict[st
         if (old := getattr(previous, name)) is not (new := getattr(request, name)) and old == new:
             equal[name] = old
     return request.model_copy(update=equal) if equal else request
+
+
+def _with_values_of(request: Any, previous: Any, names: Sequence[str]) -> Any:
+    """`previous` (a pydantic model) with the members `names` as `request` has them where they differ (an equal
+    value stays `previous`'s very object, as in `_with_equal_fields_of`)."""
+    update = {}
+    for name in names:
+        new = _value(request, name)
+        try:
+            if _value(previous, name) == new:
+                continue
+        except KeyError:  # an extra member the previous request did not have
+            pass
+        update[name] = new
+    return previous.model_copy(update=update) if update else previous
 
 
 def _field_names(model: Any) -> tuple[str, ...]:
