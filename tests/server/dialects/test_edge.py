@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from tests.trajectory.turns import assistant, turn, user
-from tito.server.dialects.edge import labeller, stored_turn
+from tito.server.dialects.edge import stored_turn, turn_label
 from tito.server.sessions.registry import Session
 from tito.server.turns.completions import TurnLabel
 from tito.trajectory.events import SessionConfig, TrajectoryKind
@@ -37,7 +37,7 @@ def test_the_dialect_edge_finds_a_turn_without_scanning_the_nodes(monkeypatch: p
 
 
 def test_a_label_names_the_response_id_and_puts_what_the_edge_recorded_then_the_dialect_in_the_metadata() -> None:
-    label = labeller("resp_1", "responses", {"hosted_tools": ["web_search"]})
+    label = turn_label("resp_1", "responses", {"hosted_tools": ["web_search"]})
     assert label == TurnLabel("resp_1", {"hosted_tools": ["web_search"], "dialect": "responses"})
     assert list(label.metadata) == ["hosted_tools", "dialect"]
-    assert labeller("msg_1", "anthropic") == TurnLabel("msg_1", {"dialect": "anthropic"})
+    assert turn_label("msg_1", "anthropic") == TurnLabel("msg_1", {"dialect": "anthropic"})

@@ -17,7 +17,7 @@ from typing import Any
 from tito.engines.protocol import GenerationChunk
 from tito.parsing.incremental import Delta
 from tito.server.dialects.anthropic import DIALECT, Blocks, error_body, sse, stop_reason, tito_facts, usage
-from tito.server.dialects.edge import labeller
+from tito.server.dialects.edge import turn_label
 from tito.server.dialects.signing import RoundTripSigner
 from tito.trajectory.events import TurnCommitted
 
@@ -32,7 +32,7 @@ class AnthropicStreamEncoder:
         self.response_id = response_id
         self.prompt_tokens = prompt_tokens
         self.blocks = Blocks(signer.signing(session_id, response_id))
-        self.label = labeller(response_id, DIALECT)
+        self.label = turn_label(response_id, DIALECT)
 
     def opening(self) -> list[bytes]:
         message: dict[str, Any] = {

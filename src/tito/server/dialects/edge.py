@@ -103,7 +103,7 @@ def thinking_kwargs(family: Family, enabled: bool | None) -> dict[str, Any] | No
     return {family.thinking_kwarg: enabled}
 
 
-def labeller(response_id: str, dialect: str, recorded: Mapping[str, Any] | None = None) -> TurnLabel:
+def turn_label(response_id: str, dialect: str, recorded: Mapping[str, Any] | None = None) -> TurnLabel:
     """What a dialect's turn is recorded with: its response id, what the edge `recorded` of the request that the
     prompt leaves out (e.g. hosted tools) and `metadata["dialect"]`."""
     return TurnLabel(response_id, {**(recorded or {}), "dialect": dialect})

@@ -21,7 +21,7 @@ import orjson
 
 from tito.engines.protocol import GenerationChunk
 from tito.parsing.incremental import Delta
-from tito.server.dialects.edge import labeller
+from tito.server.dialects.edge import turn_label
 from tito.server.dialects.responses import DIALECT, Items, RequestTools, error_body, finished, response_object
 from tito.server.dialects.signing import RoundTripSigner
 from tito.trajectory.events import TurnCommitted
@@ -44,7 +44,7 @@ class ResponsesStreamEncoder:
         self.echo = echo
         self.items = Items(response_id, signer.signing(session_id, response_id), tools.namespaces)
         self.created_at = time.time()
-        self.label = labeller(response_id, DIALECT, tools.recorded())
+        self.label = turn_label(response_id, DIALECT, tools.recorded())
         self._sequence = 0
 
     def opening(self) -> list[bytes]:

@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from tito.errors import TitoError
 from tito.server.dialects import anthropic, responses
 from tito.server.dialects.anthropic_stream import AnthropicStreamEncoder
-from tito.server.dialects.edge import labeller, new_id
+from tito.server.dialects.edge import new_id, turn_label
 from tito.server.dialects.responses_stream import ResponsesStreamEncoder
 from tito.server.dialects.signing import RoundTripSigner
 from tito.server.models import ChatCompletionRequest
@@ -97,7 +97,7 @@ def dialect_routes(state: ServerState) -> APIRouter:
         if asked.stream:
             return streamed(prepared, request, asked, started)
         if isinstance(prepared, PreparedTurn):
-            label = labeller(new_id(asked.id_prefix), asked.dialect, asked.recorded)
+            label = turn_label(new_id(asked.id_prefix), asked.dialect, asked.recorded)
             prepared = (await complete_turn(state, prepared, request.receive, started, label)).turn
         return json_response(asked.reply(prepared))
 
