@@ -20,7 +20,7 @@ from typing import Any
 
 from tito.server import ServerOptions, create_app
 from tito.server.commands.launch import build_state
-from tito.server.commands.running import serve_in_thread
+from tito.server.commands.running import bound_port, listening_socket, serve_in_thread
 
 
 class TitoServerActor:
@@ -36,11 +36,17 @@ class TitoServerActor:
     ) -> None:
         directory = self._directory = Path(state_dir)
         (directory / "journal").mkdir(parents=True, exist_ok=True)
-        port = _kept_port(directory / "port", host)
-        options = replace(options, journal=directory / "journal", process_name=f"{host}:{port}")
-        state = build_state(options, engine=engine, **(engine_args or {}))
         self._stack = contextlib.ExitStack()
-        self._url = self._stack.enter_context(serve_in_thread(create_app(state), host=host, port=port, timeout=120))
+        try:
+            sock = self._stack.enter_context(_kept_socket(directory / "port", host))
+            port = bound_port(sock)
+            options = replace(options, journal=directory / "journal", process_name=f"{host}:{port}")
+            state = build_state(options, engine=engine, **(engine_args or {}))
+            serving = serve_in_thread(create_app(state), host=host, port=port, timeout=120, sock=sock)
+            self._url = self._stack.enter_context(serving)
+        except BaseException:
+            self._stack.close()  # the socket too: a server that does not start holds no port
+            raise
         self._state = state
 
     def url(self) -> str:
@@ -67,12 +73,10 @@ class TitoServerActor:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
-def _kept_port(path: Path, host: str) -> int:
-    """The port of this server's earlier lives (the pool knows its URL), else a free one, kept for the next life."""
-    if path.exists():
-        return int(path.read_text())
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port = int(probe.getsockname()[1])
-    path.write_text(str(port))
-    return port
+def _kept_socket(path: Path, host: str) -> socket.socket:
+    """A listening socket on the port of this server's earlier lives (the pool knows its URL), else on a free one,
+    kept for the next life. Bound here and served on as it is: a port probed, let go and bound again later could be
+    taken in between (by another server starting on the node, or any connection's local port)."""
+    sock = listening_socket(host, int(path.read_text()) if path.exists() else 0)
+    path.write_text(str(bound_port(sock)))
+    return sock

@@ -13,10 +13,19 @@ import platform
 import socket
 import subprocess
 import sys
+import time
 
+import httpx
 import pytest
+from fastapi import FastAPI
 
-from tito.server.commands.running import GC_THRESHOLDS, bound_port, listening_socket, tune_garbage_collector
+from tito.server.commands.running import (
+    GC_THRESHOLDS,
+    bound_port,
+    listening_socket,
+    serve_in_thread,
+    tune_garbage_collector,
+)
 
 
 def test_connections_accepted_on_the_listening_socket_have_nodelay() -> None:
@@ -48,6 +57,25 @@ def test_a_taken_port_is_an_oserror_and_the_socket_is_closed() -> None:
         except OSError:
             return
     raise AssertionError("binding a taken port must raise OSError")
+
+
+def test_a_server_in_a_thread_serves_on_the_socket_it_is_given_and_one_on_a_taken_port_fails_at_once() -> None:
+    """A caller that must name its port before serving (a Ray actor's journal names its process) binds first and
+    hands the socket over: no other process can take the port between the choice and the serving."""
+    app = FastAPI()
+    app.get("/ping")(lambda: {"ok": True})
+    sock = listening_socket("127.0.0.1", 0)
+    port = bound_port(sock)
+    with serve_in_thread(app, port=port, sock=sock) as url:
+        assert url == f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{url}/ping", timeout=10).json() == {"ok": True}
+        started = time.monotonic()
+        with (
+            pytest.raises(RuntimeError, match="stopped before it started"),
+            serve_in_thread(app, port=port, timeout=60),
+        ):
+            pass
+        assert time.monotonic() - started < 30, "a taken port is told at once, not after the timeout"
 
 
 def test_the_collector_freezes_the_startup_heap_and_collects_less_often() -> None:

@@ -60,17 +60,28 @@ def _client_errors_at_info() -> None:
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> Iterator[str]:
-    """Serve `app` until the block ends; yields the base URL (port 0: a free port chosen by the OS)."""
+def serve_in_thread(
+    app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0, sock: socket.socket | None = None
+) -> Iterator[str]:
+    """Serve `app` until the block ends; yields the base URL (port 0: a free port chosen by the OS). With `sock` (a
+    `listening_socket`), on it: a caller that must know its port before serving binds first, so no other process
+    can take the port in between."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             timeout_keep_alive=KEEP_ALIVE_SECONDS, backlog=LISTEN_BACKLOG)  # fmt: skip
     _client_errors_at_info()
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="tito-uvicorn", daemon=True)
+
+    def run() -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn's exit from a failed startup (a taken port): it logs why
+            server.run(sockets=None if sock is None else [sock])
+
+    thread = threading.Thread(target=run, name="tito-uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
+        if not thread.is_alive():
+            raise RuntimeError(f"uvicorn on {host}:{port} stopped before it started (its log says why)")
+        if time.monotonic() > deadline:
             server.should_exit = True
             raise RuntimeError(f"uvicorn did not start on {host}:{port} within {timeout:g}s")
         time.sleep(0.01)
